@@ -1,0 +1,148 @@
+"""The artifact: CodegenMeta and codegen_meta.json I/O (SPEC §8).
+
+The JSON form is stable: UTF-8, ``indent=2``, ``sort_keys=True``, one trailing
+newline, written atomically. Top-level keys this module does not know are kept in
+``extra`` and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from shardplan.atomic import atomic_write_bytes
+from shardplan.errors import MetaError, json_type
+
+
+@dataclass
+class CodegenMeta:
+    """The frozen plan plus plan-level settings, in their JSON shapes."""
+
+    param_plan: dict[str, dict[str, Any]] = field(default_factory=dict)
+    injections: list[dict[str, Any]] = field(default_factory=list)
+    special_handlers: dict[str, str] = field(default_factory=dict)
+    mesh_dim_names: list[str] = field(default_factory=list)
+    tied_pairs: list[list[str]] = field(default_factory=list)
+    frozen_sharded_params: list[str] = field(default_factory=list)
+    # Only sequence_parallel and loss_parallel are read; other planners write more.
+    parallel_dims: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
+
+
+def _expect(value: object, kind: type, path: str) -> None:
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise MetaError(path, f"expected {_JSON_NAMES[kind]}, got {json_type(value)}")
+
+
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _expect_strings(value: object, path: str) -> None:
+    _expect(value, list, path)
+    for index, item in enumerate(value):  # type: ignore[arg-type]
+        _expect(item, str, f"{path}[{index}]")
+
+
+def check_meta(meta: CodegenMeta) -> None:
+    """Check the JSON types of the top-level fields; entries and rules are checked by rebuild."""
+    _expect(meta.param_plan, dict, "param_plan")
+    _expect(meta.injections, list, "injections")
+    _expect(meta.special_handlers, dict, "special_handlers")
+    for name, handler in meta.special_handlers.items():
+        _expect(handler, str, f"special_handlers[{json.dumps(name)}]")
+    _expect_strings(meta.mesh_dim_names, "mesh_dim_names")
+    _expect(meta.tied_pairs, list, "tied_pairs")
+    for index, pair in enumerate(meta.tied_pairs):
+        _expect_strings(pair, f"tied_pairs[{index}]")
+        if len(pair) != 2:
+            raise MetaError(f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(pair)} items")
+    _expect_strings(meta.frozen_sharded_params, "frozen_sharded_params")
+    _expect(meta.parallel_dims, dict, "parallel_dims")
+    for flag in ("sequence_parallel", "loss_parallel"):
+        if flag in meta.parallel_dims:
+            _expect(meta.parallel_dims[flag], bool, f"parallel_dims.{flag}")
+    _expect(meta.extra, dict, "extra")
+    clashing = sorted(set(meta.extra) & set(KNOWN_KEYS))
+    if clashing:
+        raise MetaError("extra", f"keys {clashing} are CodegenMeta fields; set the fields instead")
+
+
+def meta_from_dict(data: object) -> CodegenMeta:
+    """Build a CodegenMeta from a decoded JSON document, checking top-level types."""
+    if not isinstance(data, dict):
+        raise MetaError("", f"a codegen meta must be a JSON object, got {json_type(data)}")
+    known = {key: data[key] for key in KNOWN_KEYS if key in data}
+    extra = {key: value for key, value in data.items() if key not in KNOWN_KEYS}
+    meta = CodegenMeta(**known, extra=extra)
+    check_meta(meta)
+    return meta
+
+
+def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
+    """The JSON document of ``meta``: the extra keys plus every known field."""
+    check_meta(meta)
+    return {**meta.extra, **{key: getattr(meta, key) for key in KNOWN_KEYS}}
+
+
+def meta_to_json(meta: CodegenMeta) -> str:
+    """The exact text of codegen_meta.json: sorted keys, indent 2, one trailing newline."""
+    try:
+        text = json.dumps(meta_to_dict(meta), indent=2, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, MetaError):
+            raise
+        raise MetaError("", f"the meta holds a value JSON cannot write: {exc}") from None
+    return text + "\n"
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would silently keep the last of two equal keys: refuse instead.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
+    """Parse codegen_meta.json text; any defect is a MetaError naming ``source``."""
+    try:
+        data = json.loads(
+            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+        )
+    except _DuplicateKey as exc:
+        raise MetaError("", f"{source}: an object repeats the key {exc.args[0]!r}") from None
+    except ValueError as exc:
+        raise MetaError("", f"{source} is not valid JSON: {exc}") from None
+    return meta_from_dict(data)
+
+
+def load_meta(path: str | Path) -> CodegenMeta:
+    """Read a codegen_meta.json file."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MetaError("", f"{path} is not UTF-8: {exc}") from None
+    except OSError as exc:
+        raise MetaError("", f"cannot read {path}: {exc.strerror}") from None
+    return meta_from_json(text, str(path))
+
+
+def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
+    """Write ``meta`` to ``path`` atomically; the same meta always gives the same bytes."""
+    atomic_write_bytes(Path(path), meta_to_json(meta).encode("utf-8"))

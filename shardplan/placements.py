@@ -1,0 +1,155 @@
+"""Placement text <-> torch DTensor placement objects (SPEC §6).
+
+``S(d)`` is ``Shard(d)``, ``R`` is ``Replicate()``, ``P(op)`` is ``Partial(op)`` and
+``SS(d,f)`` is torch's strided shard ``_StridedShard(d, split_factor=f)``. Parsing is
+strict and nothing ever degrades to ``Replicate()``: unknown text or an unknown
+placement type is an error naming the place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import Enum
+
+from torch.distributed.tensor import Partial, Placement, Replicate, Shard
+from torch.distributed.tensor.placement_types import _StridedShard
+
+from shardplan.errors import FreezeError, MetaError, json_type, key_path
+
+# The reduce ops torch's c10d knows, less premul_sum, whose factor has no text form.
+REDUCE_OPS = ("avg", "band", "bor", "bxor", "max", "min", "product", "sum")
+# Dims and factors are bounded so that every accepted text fits torch's int64 fields.
+MAX_INT_DIGITS = 9
+_INT = rf"(0|-?[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}})"
+_POS = rf"([1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}})"
+_SHARD_RE = re.compile(rf"S\({_INT}\)")
+_STRIDED_RE = re.compile(rf"SS\({_INT},{_POS}\)")
+_LOW_FACTOR_RE = re.compile(rf"SS\({_INT},(0|-[0-9]+)\)")
+_PARTIAL_RE = re.compile(r"P\(([a-z_]+)\)")
+EXPECTED_FORMS = "expected S(dim), SS(dim,factor), R or P(op)"
+
+
+def _bounded(value: int) -> bool:
+    return abs(value) < 10**MAX_INT_DIGITS
+
+
+def placement_to_string(placement: object, path: str = "placement") -> str:
+    """Render one torch placement as its text form, or raise FreezeError.
+
+    Types are matched exactly: a subclass (torch's mask partial, say) has a meaning
+    the text form cannot carry, so it is refused rather than written as its base.
+    """
+    kind = type(placement)
+    if kind is Shard:
+        dim = placement.dim  # type: ignore[attr-defined]
+        if _bounded(dim):
+            return f"S({dim})"
+    elif kind is Replicate:
+        return "R"
+    elif kind is Partial:
+        op = placement.reduce_op  # type: ignore[attr-defined]
+        if op in REDUCE_OPS:
+            return f"P({op})"
+        raise FreezeError(
+            path, f"Partial reduce op {op!r} has no text form; use one of {', '.join(REDUCE_OPS)}"
+        )
+    elif kind is _StridedShard:
+        dim, factor = placement.dim, placement.split_factor  # type: ignore[attr-defined]
+        if factor >= 1 and _bounded(dim) and _bounded(factor):
+            return f"SS({dim},{factor})"
+        raise FreezeError(path, f"strided shard split_factor must be >= 1, got {factor}")
+    else:
+        raise FreezeError(
+            path,
+            f"cannot freeze {placement!r} ({kind.__qualname__}): expected Shard, Replicate, "
+            "Partial or torch's strided shard",
+        )
+    raise FreezeError(path, f"shard dim {dim} is out of range (at most {MAX_INT_DIGITS} digits)")
+
+
+def parse_placement(text: object, path: str = "placement") -> Placement:
+    """Parse one placement text, or raise MetaError naming ``path``."""
+    if not isinstance(text, str):
+        raise MetaError(path, f"expected a placement string, got {json_type(text)}")
+    if text == "R":
+        return Replicate()
+    match = _SHARD_RE.fullmatch(text)
+    if match:
+        return Shard(int(match[1]))
+    match = _STRIDED_RE.fullmatch(text)
+    if match:
+        return _StridedShard(int(match[1]), split_factor=int(match[2]))
+    match = _PARTIAL_RE.fullmatch(text)
+    if match and match[1] in REDUCE_OPS:
+        return Partial(match[1])
+    if match:
+        raise MetaError(
+            path, f"cannot parse placement {text!r}: unknown reduce op; known: {', '.join(REDUCE_OPS)}"
+        )
+    if _LOW_FACTOR_RE.fullmatch(text):
+        raise MetaError(path, f"cannot parse placement {text!r}: the split factor must be >= 1")
+    raise MetaError(path, f"cannot parse placement {text!r}: {EXPECTED_FORMS}")
+
+
+def axis_name(axis: object, path: str) -> str:
+    """The frozen key of a mesh axis: the string itself, or a str Enum's value."""
+    if isinstance(axis, Enum):
+        if isinstance(axis.value, str):
+            return axis.value
+    elif isinstance(axis, str):
+        return axis
+    raise FreezeError(path, f"mesh axis key {axis!r} must be a str or a str Enum")
+
+
+def freeze_named_placement(named: object, path: str) -> dict[str, str]:
+    """``{axis: placement}`` -> ``{axis name: placement text}``."""
+    if not isinstance(named, Mapping):
+        raise FreezeError(path, f"expected a mapping of mesh axis -> placement, got {named!r}")
+    frozen: dict[str, str] = {}
+    for axis, placement in named.items():
+        name = axis_name(axis, path)
+        if name in frozen:
+            raise FreezeError(path, f"mesh axis {name!r} appears twice (as a str and as an Enum)")
+        frozen[name] = placement_to_string(placement, key_path(path, name))
+    return frozen
+
+
+def freeze_placement_table(table: object, path: str) -> dict[str, dict[str, str]]:
+    """``{name: {axis: placement}}`` -> the same with placement texts: exactly two levels."""
+    if not isinstance(table, Mapping):
+        raise FreezeError(path, f"expected a mapping of name -> {{axis: placement}}, got {table!r}")
+    frozen: dict[str, dict[str, str]] = {}
+    for name, named in table.items():
+        if not isinstance(name, str):
+            raise FreezeError(path, f"name {name!r} must be a str")
+        frozen[name] = freeze_named_placement(named, key_path(path, name))
+    return frozen
+
+
+def parse_named_placement(obj: object, path: str) -> dict[str, Placement]:
+    """``{axis: "S(0)"}`` -> ``{axis: Shard(0)}``, strictly."""
+    if not isinstance(obj, dict):
+        raise MetaError(path, f"expected an object of mesh axis -> placement, got {json_type(obj)}")
+    parsed: dict[str, Placement] = {}
+    for axis, text in obj.items():
+        _check_key(axis, path)
+        parsed[axis] = parse_placement(text, key_path(path, axis))
+    return parsed
+
+
+def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placement]]:
+    """``{name: {axis: text}}`` -> ``{name: {axis: placement}}``; ``{}`` stays ``{}``."""
+    if not isinstance(obj, dict):
+        raise MetaError(path, f"expected an object of name -> {{axis: placement}}, got {json_type(obj)}")
+    parsed: dict[str, dict[str, Placement]] = {}
+    for name, named in obj.items():
+        _check_key(name, path)
+        parsed[name] = parse_named_placement(named, key_path(path, name))
+    return parsed
+
+
+def _check_key(key: object, path: str) -> None:
+    # JSON keys are always strings; a CodegenMeta built in Python may hold others.
+    if not isinstance(key, str):
+        raise MetaError(path, f"object key {key!r} must be a string")

@@ -1,0 +1,93 @@
+"""The table-driven reference: freeze and rebuild by walking SPEC_FIELDS at run time.
+
+It is the oracle generated code is tested against and the baseline it is measured
+against, so it is written to be obviously right, not fast: every field goes through
+the kind functions of ``shardplan.kinds``, looked up by the names in the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shardplan.errors import field_path
+from shardplan.kinds import FREEZE_KINDS, REBUILD_KINDS
+from shardplan.meta import CodegenMeta, check_meta
+from shardplan.plan_meta import (
+    MATCH_KEY,
+    check_entry,
+    entry_path,
+    index_rules,
+    meta_for_plan,
+    module_path,
+    plan_shell,
+    rule_path,
+)
+from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS, SpecField
+
+
+def _freeze_fields(spec: ModuleShardingSpec, fields: tuple[SpecField, ...], path: str) -> dict[str, Any]:
+    frozen: dict[str, Any] = {}
+    for spec_field in fields:
+        write_when, convert = FREEZE_KINDS[spec_field.freeze]
+        value = getattr(spec, spec_field.name)
+        if write_when(value):
+            frozen[spec_field.key] = convert(value, field_path(path, spec_field.name))
+    return frozen
+
+
+def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
+    """Freeze every module's param_plan entry, keys in table order."""
+    return {
+        fqn: _freeze_fields(spec, PARAM_PLAN_SPEC_FIELDS, module_path(fqn))
+        for fqn, spec in plan.modules.items()
+    }
+
+
+def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
+    """One rule per module with any injection written, in plan.modules order."""
+    rules = []
+    for fqn, spec in plan.modules.items():
+        written = _freeze_fields(spec, INJECTION_SPEC_FIELDS, module_path(fqn))
+        if written:
+            rules.append({MATCH_KEY: fqn, **written})
+    return rules
+
+
+def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
+    """Freeze a whole plan into a CodegenMeta."""
+    return meta_for_plan(plan, freeze_param_plan(plan), freeze_injections(plan))
+
+
+def _rebuild_fields(obj: dict[str, Any], fields: tuple[SpecField, ...], path: str) -> dict[str, Any]:
+    return {
+        spec_field.name: REBUILD_KINDS[spec_field.rebuild](
+            obj.get(spec_field.key), field_path(path, spec_field.key)
+        )
+        for spec_field in fields
+    }
+
+
+PARAM_PLAN_KEYS = tuple(f.key for f in PARAM_PLAN_SPEC_FIELDS)
+INJECTION_KEYS = tuple(f.key for f in INJECTION_SPEC_FIELDS)
+
+
+def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+    """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
+    ``strict=False`` ignores them and nothing else."""
+    check_meta(meta)
+    rules = index_rules(meta, INJECTION_KEYS, strict)
+    plan = plan_shell(meta)
+    for fqn, entry in meta.param_plan.items():
+        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
+        values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn))
+        index, rule = rules.get(fqn, (-1, {}))
+        values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index)))
+        post_init = {
+            f.name: values.pop(f.name) for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS) if f.post_init
+        }
+        spec = ModuleShardingSpec(**values)
+        for name, value in post_init.items():
+            setattr(spec, name, value)
+        plan.modules[fqn] = spec
+    return plan

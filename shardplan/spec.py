@@ -1,0 +1,67 @@
+"""The live sharding plan: one ModuleShardingSpec per module FQN.
+
+No torch import here: placements are typed under TYPE_CHECKING only, so the generator
+and the staleness guard can import this module cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
+
+if TYPE_CHECKING:
+    from torch.distributed.tensor import Placement
+
+    from shardplan.targets import Target
+
+    # A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
+    AxisKey: TypeAlias = Union[str, Enum]
+    NamedPlacement: TypeAlias = Mapping[AxisKey, Placement]
+    PlacementMap: TypeAlias = dict[str, NamedPlacement]
+    Injected: TypeAlias = Union["Target", Callable[..., Any], str, PlacementMap]
+
+
+@dataclass
+class ModuleShardingSpec:
+    """How one module is sharded. Field order is the field table's order."""
+
+    # param_plan group
+    params: PlacementMap | None = None
+    in_src: PlacementMap | None = None
+    in_dst: PlacementMap | None = None
+    out_src: PlacementMap | None = None
+    out_dst: PlacementMap | None = None
+    out_names: list[str] | None = None
+    tp_divide_attrs: list[str] | None = None
+    is_boundary: bool = True
+    region_dispatch: bool | None = None
+    # Post-construction state: set by the planner (or the rebuild) after __init__.
+    _deferred_bias_params: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    skip_source_lowering: int | None = None
+    # injections group
+    inner_wrapper: Injected | None = None
+    inner_target: str | None = None
+    inner_out_src: Injected | None = None
+    local_compute_fn: Injected | None = None
+    _ep_stack: dict[str, Any] = field(default_factory=dict)
+    _ep_size: int = 0
+    # exempt: runtime state that never crosses the artifact boundary
+    _tp_local_attr_plan: Any = field(default=None, init=False, repr=False, compare=False)
+    _is_terminal: bool = False
+    _needs_cp_attn: bool = False
+    _resolved_inner_wrapper: Any = None
+    _resolved_inner_target: Any = None
+
+
+@dataclass
+class ShardingPlan:
+    """A whole model's plan: specs by module FQN plus plan-level settings."""
+
+    modules: dict[str, ModuleShardingSpec] = field(default_factory=dict)
+    special_handlers: dict[str, str] = field(default_factory=dict)
+    mesh_dim_names: tuple[str, ...] = ()
+    tied_pairs: list[tuple[str, str]] = field(default_factory=list)
+    sequence_parallel: bool = True
+    loss_parallel: bool = False

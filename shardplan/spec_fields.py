@@ -1,0 +1,95 @@
+"""The field table: which ModuleShardingSpec field crosses the artifact boundary, and how.
+
+This module is pure data. It imports nothing but the standard library, because the
+generator and the staleness guard of every generated module read it, and neither may
+pay for importing torch.
+
+Row order is load-bearing: it is the key insertion order of every frozen entry and rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import astuple, dataclass
+
+GROUP_PARAM_PLAN = "param_plan"  # frozen into meta.param_plan[fqn]
+GROUP_INJECTIONS = "injections"  # frozen into a rule of meta.injections
+GROUP_EXEMPT = "exempt"  # never crosses the boundary
+GROUPS = (GROUP_PARAM_PLAN, GROUP_INJECTIONS, GROUP_EXEMPT)
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """One row of the field table.
+
+    ``name`` is the ModuleShardingSpec attribute, ``key`` the key it is frozen under,
+    ``freeze``/``rebuild`` name the conversion kinds, and ``post_init`` marks a field
+    that is not a constructor argument and is set after the spec is built.
+    """
+
+    name: str
+    key: str
+    group: str
+    freeze: str = ""
+    rebuild: str = ""
+    post_init: bool = False
+
+
+SPEC_FIELDS: tuple[SpecField, ...] = (
+    SpecField("params", "params", GROUP_PARAM_PLAN, "placement_map", "placement_map"),
+    SpecField("in_src", "in_src", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
+    SpecField("in_dst", "in_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
+    SpecField("out_src", "out_src", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
+    SpecField("out_dst", "out_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
+    SpecField("out_names", "out_names", GROUP_PARAM_PLAN, "name_list", "name_list"),
+    SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list"),
+    SpecField("is_boundary", "is_boundary", GROUP_PARAM_PLAN, "scalar", "bool_default_true"),
+    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar"),
+    SpecField(
+        "_deferred_bias_params",
+        "deferred_bias_params",
+        GROUP_PARAM_PLAN,
+        "name_list",
+        "tuple_empty",
+        post_init=True,
+    ),
+    SpecField(
+        "skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN, "int_truthy", "opt_scalar"
+    ),
+    SpecField("inner_wrapper", "inner_wrapper", GROUP_INJECTIONS, "value_to_dict", "injection_target"),
+    SpecField("inner_target", "inner_target", GROUP_INJECTIONS, "plain", "opt_scalar"),
+    SpecField("inner_out_src", "inner_out_src", GROUP_INJECTIONS, "value_to_dict", "injection_target"),
+    SpecField(
+        "local_compute_fn", "local_compute_fn", GROUP_INJECTIONS, "value_to_dict", "injection_target"
+    ),
+    SpecField("_ep_stack", "ep_stack", GROUP_INJECTIONS, "dict_copy", "dict_copy"),
+    SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy"),
+    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),
+    SpecField("_is_terminal", "", GROUP_EXEMPT),
+    SpecField("_needs_cp_attn", "", GROUP_EXEMPT),
+    SpecField("_resolved_inner_wrapper", "", GROUP_EXEMPT),
+    SpecField("_resolved_inner_target", "", GROUP_EXEMPT),
+)
+
+
+def fields_for_group(group: str, fields: tuple[SpecField, ...] = SPEC_FIELDS) -> tuple[SpecField, ...]:
+    """Return the rows of ``group``, in table order."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}; known groups: {', '.join(GROUPS)}")
+    return tuple(f for f in fields if f.group == group)
+
+
+def table_digest(fields: tuple[SpecField, ...] = SPEC_FIELDS) -> str:
+    """sha256 over the table rows, in order: the staleness guard of generated code.
+
+    It lives beside the table so generated modules need no loop of their own.
+    """
+    rows = json.dumps([astuple(f) for f in fields], separators=(",", ":"))
+    return hashlib.sha256(rows.encode("utf-8")).hexdigest()
+
+
+PARAM_PLAN_SPEC_FIELDS = fields_for_group(GROUP_PARAM_PLAN)
+INJECTION_SPEC_FIELDS = fields_for_group(GROUP_INJECTIONS)
+POST_INIT_SPEC_FIELDS = tuple(f for f in SPEC_FIELDS if f.post_init)
+FROZEN_SPEC_KEYS = tuple(f.key for f in SPEC_FIELDS if f.group != GROUP_EXEMPT)
