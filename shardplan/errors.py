@@ -7,6 +7,8 @@ import json
 
 def key_path(base: str, key: str) -> str:
     """``base["key"]``: the path of a mapping key, quoted as JSON quotes it."""
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return f'{base}["{key}"]'  # what json.dumps gives, without its cost
     return f"{base}[{json.dumps(key)}]"
 
 

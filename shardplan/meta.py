@@ -44,7 +44,8 @@ _JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a bo
 
 def _expect_strings(value: object, path: str) -> None:
     _expect(value, list, path)
-    for index, item in enumerate(value):  # type: ignore[arg-type]
+    assert isinstance(value, list)  # for mypy: _expect raised otherwise
+    for index, item in enumerate(value):
         _expect(item, str, f"{path}[{index}]")
 
 
@@ -93,7 +94,7 @@ def meta_to_json(meta: CodegenMeta) -> str:
     """The exact text of codegen_meta.json: sorted keys, indent 2, one trailing newline."""
     try:
         text = json.dumps(meta_to_dict(meta), indent=2, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         if isinstance(exc, MetaError):
             raise
         raise MetaError("", f"the meta holds a value JSON cannot write: {exc}") from None
@@ -126,7 +127,8 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
         )
     except _DuplicateKey as exc:
         raise MetaError("", f"{source}: an object repeats the key {exc.args[0]!r}") from None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: nesting deeper than the decoder's stack allows.
         raise MetaError("", f"{source} is not valid JSON: {exc}") from None
     return meta_from_dict(data)
 

@@ -31,7 +31,7 @@ EXPECTED_FORMS = "expected S(dim), SS(dim,factor), R or P(op)"
 
 
 def _bounded(value: int) -> bool:
-    return abs(value) < 10**MAX_INT_DIGITS
+    return bool(abs(value) < 10**MAX_INT_DIGITS)
 
 
 def placement_to_string(placement: object, path: str = "placement") -> str:
@@ -71,7 +71,9 @@ def placement_to_string(placement: object, path: str = "placement") -> str:
 def parse_placement(text: object, path: str = "placement") -> Placement:
     """Parse one placement text, or raise MetaError naming ``path``."""
     if not isinstance(text, str):
-        raise MetaError(path, f"expected a placement string, got {json_type(text)}")
+        raise MetaError(
+            path, f"cannot parse placement {text!r}: expected a string, got {json_type(text)}; {EXPECTED_FORMS}"
+        )
     if text == "R":
         return Replicate()
     match = _SHARD_RE.fullmatch(text)
@@ -85,10 +87,12 @@ def parse_placement(text: object, path: str = "placement") -> Placement:
         return Partial(match[1])
     if match:
         raise MetaError(
-            path, f"cannot parse placement {text!r}: unknown reduce op; known: {', '.join(REDUCE_OPS)}"
+            path,
+            f"cannot parse placement {text!r}: unknown reduce op {match[1]!r} "
+            f"(known: {', '.join(REDUCE_OPS)}); {EXPECTED_FORMS}",
         )
     if _LOW_FACTOR_RE.fullmatch(text):
-        raise MetaError(path, f"cannot parse placement {text!r}: the split factor must be >= 1")
+        raise MetaError(path, f"cannot parse placement {text!r}: the split factor must be >= 1; {EXPECTED_FORMS}")
     raise MetaError(path, f"cannot parse placement {text!r}: {EXPECTED_FORMS}")
 
 

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
     # A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
     AxisKey: TypeAlias = Union[str, Enum]
-    NamedPlacement: TypeAlias = Mapping[AxisKey, Placement]
-    PlacementMap: TypeAlias = dict[str, NamedPlacement]
+    # Mapping[Any, ...]: keys are AxisKey, but a rebuilt plan holds dict[str, Placement]
+    # and Mapping is invariant in its key type.
+    NamedPlacement: TypeAlias = Mapping[Any, Placement]
+    PlacementMap: TypeAlias = Mapping[str, NamedPlacement]
     Injected: TypeAlias = Union["Target", Callable[..., Any], str, PlacementMap]
 
 

@@ -80,13 +80,26 @@ def fields_for_group(group: str, fields: tuple[SpecField, ...] = SPEC_FIELDS) ->
     return tuple(f for f in fields if f.group == group)
 
 
-def table_digest(fields: tuple[SpecField, ...] = SPEC_FIELDS) -> str:
-    """sha256 over the table rows, in order: the staleness guard of generated code.
-
-    It lives beside the table so generated modules need no loop of their own.
-    """
-    rows = json.dumps([astuple(f) for f in fields], separators=(",", ":"))
+def table_digest(fields: tuple[SpecField, ...] | None = None) -> str:
+    """sha256 over the table rows (default: SPEC_FIELDS as it is now), in order."""
+    rows = json.dumps([astuple(f) for f in (SPEC_FIELDS if fields is None else fields)])
     return hashlib.sha256(rows.encode("utf-8")).hexdigest()
+
+
+class StaleGeneratedCode(ImportError):
+    """A generated module was rendered from another version of the field table."""
+
+
+def check_generated(module_file: str, digest: str) -> None:
+    """The staleness guard every generated module runs on import.
+
+    It lives beside the table so generated modules need no loop over the table.
+    """
+    if digest != table_digest():
+        raise StaleGeneratedCode(
+            f"{module_file} is stale: the field table changed since it was generated.\n"
+            "  Run `make codegen` and commit generated/."
+        )
 
 
 PARAM_PLAN_SPEC_FIELDS = fields_for_group(GROUP_PARAM_PLAN)

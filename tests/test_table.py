@@ -1,0 +1,90 @@
+"""Reflection tests: the field table and ModuleShardingSpec describe the same fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from shardplan.kinds import FREEZE_KINDS, REBUILD_KINDS
+from shardplan.spec import ModuleShardingSpec
+from shardplan.spec_fields import (
+    FROZEN_SPEC_KEYS,
+    GROUP_EXEMPT,
+    GROUPS,
+    INJECTION_SPEC_FIELDS,
+    PARAM_PLAN_SPEC_FIELDS,
+    POST_INIT_SPEC_FIELDS,
+    SPEC_FIELDS,
+    table_digest,
+)
+
+SPEC_DATACLASS_FIELDS = {f.name: f for f in dataclasses.fields(ModuleShardingSpec)}
+
+
+def test_table_names_are_the_spec_fields_in_order() -> None:
+    assert [f.name for f in SPEC_FIELDS] == list(SPEC_DATACLASS_FIELDS)
+
+
+def test_table_has_the_22_rows_of_the_contract() -> None:
+    assert len(SPEC_FIELDS) == 22
+    assert len(PARAM_PLAN_SPEC_FIELDS) == 11 and len(INJECTION_SPEC_FIELDS) == 6
+
+
+def test_frozen_keys_are_unique_and_in_table_order() -> None:
+    assert len(set(FROZEN_SPEC_KEYS)) == len(FROZEN_SPEC_KEYS)
+    assert FROZEN_SPEC_KEYS == tuple(f.key for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS))
+
+
+def test_every_row_names_a_known_group_and_known_kinds() -> None:
+    for row in SPEC_FIELDS:
+        assert row.group in GROUPS, row
+        if row.group != GROUP_EXEMPT:
+            assert row.freeze in FREEZE_KINDS, row
+            assert row.rebuild in REBUILD_KINDS, row
+
+
+def test_exempt_rows_have_no_key_and_no_kinds() -> None:
+    exempt = [f for f in SPEC_FIELDS if f.group == GROUP_EXEMPT]
+    assert [f.name for f in exempt] == [
+        "_tp_local_attr_plan",
+        "_is_terminal",
+        "_needs_cp_attn",
+        "_resolved_inner_wrapper",
+        "_resolved_inner_target",
+    ]
+    assert all((f.key, f.freeze, f.rebuild, f.post_init) == ("", "", "", False) for f in exempt)
+
+
+def test_post_init_flag_matches_dataclass_init_flag() -> None:
+    for row in SPEC_FIELDS:
+        if row.group != GROUP_EXEMPT:
+            assert row.post_init == (not SPEC_DATACLASS_FIELDS[row.name].init), row.name
+    assert [f.name for f in POST_INIT_SPEC_FIELDS] == ["_deferred_bias_params"]
+
+
+def test_spec_defaults_follow_the_contract() -> None:
+    spec = ModuleShardingSpec()
+    defaults = {name: getattr(spec, name) for name in SPEC_DATACLASS_FIELDS}
+    not_none = {
+        "is_boundary": True,
+        "_is_terminal": False,
+        "_needs_cp_attn": False,
+        "_ep_stack": {},
+        "_ep_size": 0,
+        "_deferred_bias_params": (),
+    }
+    assert defaults == {name: not_none.get(name) for name in SPEC_DATACLASS_FIELDS}
+    assert ModuleShardingSpec()._ep_stack is not spec._ep_stack  # a factory, not a shared dict
+
+
+def test_post_construction_fields_are_not_compared_or_shown() -> None:
+    for name in ("_tp_local_attr_plan", "_deferred_bias_params"):
+        spec_field = SPEC_DATACLASS_FIELDS[name]
+        assert (spec_field.init, spec_field.repr, spec_field.compare) == (False, False, False)
+
+
+def test_table_digest_changes_with_any_row_and_with_order() -> None:
+    digest = table_digest()
+    assert len(digest) == 64 and digest == table_digest(SPEC_FIELDS)
+    renamed = (dataclasses.replace(SPEC_FIELDS[0], key="param"), *SPEC_FIELDS[1:])
+    swapped = (SPEC_FIELDS[1], SPEC_FIELDS[0], *SPEC_FIELDS[2:])
+    assert len({digest, table_digest(renamed), table_digest(swapped)}) == 3
