@@ -24,11 +24,15 @@ TEMPLATE_SUFFIX = ".py.j2"
 
 def pyrepr(value: Any) -> str:
     """A Python literal for a str, int, bool, None or a tuple of them."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()  # StrictUndefined: raises, naming the variable
     if isinstance(value, tuple):
         for item in value:
             pyrepr(item)
     elif value is not None and not isinstance(value, (str, int, bool)):
-        raise GeneratorError(f"pyrepr: {value!r} ({type(value).__name__}) has no safe literal form")
+        raise jinja2.TemplateRuntimeError(
+            f"pyrepr: {value!r} ({type(value).__name__}) has no safe literal form"
+        )
     return repr(value)
 
 
