@@ -33,6 +33,10 @@ class Target:
             raise ValueError(
                 f"Target path {path!r} must be a dotted import path such as 'package.module.function'"
             )
+        if TARGET_KEY in kwargs:
+            # to_dict would let this kwarg overwrite the path: the Target would come back
+            # naming a different callable.
+            raise ValueError(f"Target {path!r}: {TARGET_KEY!r} is reserved and cannot be a kwarg")
         self.path = path
         self.kwargs = kwargs
         self._resolved: Callable[..., Any] | None = None
@@ -53,6 +57,8 @@ class Target:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Target:
         """Build from the frozen form; the callable is not imported."""
+        if TARGET_KEY not in data:
+            raise ValueError(f"a frozen Target needs a {TARGET_KEY!r} key; got keys {sorted(data)}")
         fields = dict(data)
         return cls(fields.pop(TARGET_KEY), **fields)
 
@@ -77,7 +83,10 @@ def _import_path(path: str) -> Callable[..., Any]:
         try:
             obj: Any = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name is not None and module_name.startswith(exc.name):
+            # Only a missing prefix of the path itself means "try a shorter prefix"; a
+            # missing module imported by user code (even one whose name is a string
+            # prefix of ours, like ``foo`` for ``foo_bar``) is the real error.
+            if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
                 continue  # this prefix is not a module; try a shorter one
             raise
         for attr in parts[split:]:

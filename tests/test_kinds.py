@@ -1,0 +1,357 @@
+"""Every freeze and rebuild kind (SPEC §4, §5), one field at a time, through the table-driven reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from torch.distributed.tensor import Partial, Replicate, Shard
+from torch.distributed.tensor.placement_types import _StridedShard
+
+from shardplan import reference
+from shardplan.errors import FreezeError
+from shardplan.meta import CodegenMeta
+from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
+from shardplan.targets import Target
+
+FQN = "model.layers.0.mlp"
+
+
+class _Absent:
+    """The key is not written."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+KEY_OF = {f.name: f.key for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)}
+PARAM_PLAN_KEYS = [f.key for f in PARAM_PLAN_SPEC_FIELDS]
+INJECTION_KEYS = [f.key for f in INJECTION_SPEC_FIELDS]
+
+
+def module_level_compute(x: Any) -> Any:
+    return x
+
+
+def case_id(value: object) -> str:
+    """A short, stable test id: no memory addresses, long values by their type."""
+    if callable(value) and not isinstance(value, Target):
+        text = getattr(value, "__name__", type(value).__name__)
+    else:
+        text = repr(value)
+    return text if len(text) <= 40 and " at 0x" not in text else type(value).__name__
+
+
+def spec_with(**values: Any) -> ModuleShardingSpec:
+    """A default spec with ``values`` set after construction (so init=False fields work too)."""
+    spec = ModuleShardingSpec()
+    for name, value in values.items():
+        setattr(spec, name, value)
+    return spec
+
+
+def plan_with(**values: Any) -> ShardingPlan:
+    return ShardingPlan(modules={FQN: spec_with(**values)})
+
+
+def frozen_entry(**values: Any) -> dict[str, Any]:
+    return reference.freeze_param_plan(plan_with(**values))[FQN]
+
+
+def frozen_rules(**values: Any) -> list[dict[str, Any]]:
+    return reference.freeze_injections(plan_with(**values))
+
+
+def rebuilt(**keys: Any) -> ModuleShardingSpec:
+    """The spec rebuilt from one entry (and rule) holding the given frozen keys."""
+    entry = {key: value for key, value in keys.items() if key in PARAM_PLAN_KEYS}
+    rule = {key: value for key, value in keys.items() if key in INJECTION_KEYS}
+    assert len(entry) + len(rule) == len(keys), "unknown frozen key in the test itself"
+    injections = [{"match": FQN, **rule}] if rule else []
+    meta = CodegenMeta(param_plan={FQN: entry}, injections=injections)
+    return reference.rebuild_live_plan_from_meta(meta).modules[FQN]
+
+
+def assert_same(actual: Any, expected: Any) -> None:
+    assert actual == expected
+    assert type(actual) is type(expected)
+
+
+def full_spec() -> ModuleShardingSpec:
+    """A spec with every frozen field set to a value that is written."""
+    return spec_with(
+        params={"gate.weight": {"tp": Shard(0), "cp": Replicate()}},
+        in_src={"x": {"tp": Shard(1)}},
+        in_dst={"x": {"tp": Replicate()}},
+        out_src={"out": {"tp": Partial("sum")}},
+        out_dst={"out": {"tp": _StridedShard(-1, split_factor=2)}},
+        out_names=["out"],
+        tp_divide_attrs=["num_heads"],
+        is_boundary=False,
+        region_dispatch=True,
+        _deferred_bias_params=("bias",),
+        skip_source_lowering=1,
+        inner_wrapper=Target("pkg.mod.wrapper", k=1),
+        inner_target="self",
+        inner_out_src={"out": {"tp": Shard(0)}},
+        local_compute_fn=module_level_compute,
+        _ep_stack={"experts": 4},
+        _ep_size=2,
+    )
+
+
+# ------------------------------------------------------------------ write conditions
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "written"),
+    [
+        ("params", None, ABSENT),
+        ("params", {}, {}),
+        ("params", {"w": {"tp": Shard(-1)}}, {"w": {"tp": "S(-1)"}}),
+        ("in_src", None, ABSENT),
+        ("in_src", {}, {}),
+        ("in_dst", {"x": {}}, {"x": {}}),
+        ("out_src", {"o": {"tp": Partial("max")}}, {"o": {"tp": "P(max)"}}),
+        ("out_dst", {}, {}),
+        ("out_names", None, ABSENT),
+        ("out_names", [], ABSENT),
+        ("out_names", ("a", "b"), ["a", "b"]),
+        ("tp_divide_attrs", None, ABSENT),
+        ("tp_divide_attrs", [], []),
+        ("tp_divide_attrs", ("heads",), ["heads"]),
+        ("is_boundary", False, False),
+        ("is_boundary", True, True),
+        ("region_dispatch", None, ABSENT),
+        ("region_dispatch", False, False),
+        ("region_dispatch", True, True),
+        ("_deferred_bias_params", (), ABSENT),
+        ("_deferred_bias_params", ("bias",), ["bias"]),
+        ("skip_source_lowering", None, ABSENT),
+        ("skip_source_lowering", 0, ABSENT),
+        ("skip_source_lowering", 3, 3),
+    ],
+    ids=case_id,
+)
+def test_param_plan_field_is_written_exactly_when_its_kind_says(name: str, value: Any, written: Any) -> None:
+    entry = frozen_entry(**{name: value})
+    key = KEY_OF[name]
+    if written is ABSENT:
+        assert key not in entry
+    else:
+        assert_same(entry[key], written)
+
+
+def test_default_spec_writes_only_is_boundary() -> None:
+    assert frozen_entry() == {"is_boundary": True}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "written"),
+    [
+        ("inner_wrapper", None, ABSENT),
+        ("inner_wrapper", Target("pkg.mod.wrap", k=[1]), {"_target_": "pkg.mod.wrap", "k": [1]}),
+        ("inner_wrapper", "registry_name", "registry_name"),
+        ("inner_target", None, ABSENT),
+        ("inner_target", "self", "self"),
+        ("inner_target", "", ""),
+        ("inner_out_src", None, ABSENT),
+        ("inner_out_src", {"out": {"tp": Shard(0)}}, {"out": {"tp": "S(0)"}}),
+        ("inner_out_src", "registry_name", "registry_name"),
+        ("local_compute_fn", None, ABSENT),
+        ("local_compute_fn", module_level_compute, {"_target_": f"{__name__}.module_level_compute"}),
+        ("_ep_stack", {}, ABSENT),
+        ("_ep_stack", {"experts": [1, 2]}, {"experts": [1, 2]}),
+        ("_ep_size", 0, ABSENT),
+        ("_ep_size", 2, 2),
+    ],
+    ids=case_id,
+)
+def test_injection_rule_is_written_exactly_when_a_key_is(name: str, value: Any, written: Any) -> None:
+    rules = frozen_rules(**{name: value})
+    if written is ABSENT:
+        assert rules == []
+    else:
+        assert rules == [{"match": FQN, KEY_OF[name]: written}]
+        assert_same(rules[0][KEY_OF[name]], written)
+
+
+def test_written_lists_and_dicts_are_copies_of_the_spec_values() -> None:
+    stack = {"experts": 4}
+    names = ["out"]
+    plan = plan_with(_ep_stack=stack, out_names=names)
+    meta = reference.freeze_plan(plan)
+    assert meta.injections[0]["ep_stack"] is not stack
+    assert meta.param_plan[FQN]["out_names"] is not names
+
+
+def test_rules_follow_plan_modules_order_with_match_first() -> None:
+    plan = ShardingPlan(
+        modules={
+            "z": spec_with(_ep_size=2, inner_target="self"),
+            "a": spec_with(params={}),
+            "b": spec_with(inner_target="self"),
+        }
+    )
+    rules = reference.freeze_injections(plan)
+    assert [rule["match"] for rule in rules] == ["z", "b"]
+    assert [list(rule)[0] for rule in rules] == ["match", "match"]
+
+
+def test_param_plan_has_one_entry_per_module_in_plan_order() -> None:
+    plan = ShardingPlan(modules={"z": spec_with(), "a": spec_with(), "m": spec_with()})
+    assert list(reference.freeze_param_plan(plan)) == ["z", "a", "m"]
+
+
+def test_fully_populated_entry_keys_are_in_table_order() -> None:
+    plan = ShardingPlan(modules={FQN: full_spec()})
+    assert list(reference.freeze_param_plan(plan)[FQN]) == PARAM_PLAN_KEYS
+
+
+def test_fully_populated_rule_keys_are_match_then_table_order() -> None:
+    plan = ShardingPlan(modules={FQN: full_spec()})
+    (rule,) = reference.freeze_injections(plan)
+    assert list(rule) == ["match", *INJECTION_KEYS]
+
+
+def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
+    spec = full_spec()
+    meta = reference.freeze_plan(ShardingPlan(modules={FQN: spec}))
+    back = reference.rebuild_live_plan_from_meta(meta).modules[FQN]
+    for name in KEY_OF:
+        expected = getattr(spec, name)
+        if name == "local_compute_fn":
+            expected = Target(f"{__name__}.module_level_compute")
+        assert_same(getattr(back, name), expected)
+
+
+# ---------------------------------------------------------------- rebuild defaults
+
+
+REBUILD_DEFAULTS: dict[str, Any] = {
+    "params": None,
+    "in_src": None,
+    "in_dst": None,
+    "out_src": None,
+    "out_dst": None,
+    "out_names": None,
+    "tp_divide_attrs": None,
+    "is_boundary": True,
+    "region_dispatch": None,
+    "_deferred_bias_params": (),
+    "skip_source_lowering": None,
+    "inner_wrapper": None,
+    "inner_target": None,
+    "inner_out_src": None,
+    "local_compute_fn": None,
+    "_ep_stack": {},
+    "_ep_size": 0,
+}
+
+
+def test_every_frozen_field_has_a_documented_rebuild_default() -> None:
+    # Guards the parametrization below against a table row added without a case.
+    assert list(REBUILD_DEFAULTS) == list(KEY_OF)
+
+
+@pytest.mark.parametrize(("name", "default"), REBUILD_DEFAULTS.items())
+def test_absent_key_rebuilds_to_the_documented_default(name: str, default: Any) -> None:
+    assert_same(getattr(rebuilt(), name), default)
+
+
+@pytest.mark.parametrize(("name", "key"), KEY_OF.items())
+def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
+    assert_same(getattr(rebuilt(**{key: None}), name), REBUILD_DEFAULTS[name])
+
+
+@pytest.mark.parametrize(
+    ("key", "meta_value", "name", "expected"),
+    [
+        ("params", {}, "params", {}),
+        ("params", {"w": {"tp": "S(-1)", "ep": "R"}}, "params", {"w": {"tp": Shard(-1), "ep": Replicate()}}),
+        ("in_src", {}, "in_src", {}),
+        ("in_dst", {"x": {"tp": "SS(0,2)"}}, "in_dst", {"x": {"tp": _StridedShard(0, split_factor=2)}}),
+        ("out_src", {"o": {"tp": "P(sum)"}}, "out_src", {"o": {"tp": Partial("sum")}}),
+        ("out_dst", {"o": {}}, "out_dst", {"o": {}}),
+        ("out_names", [], "out_names", []),
+        ("out_names", ["a", "b"], "out_names", ["a", "b"]),
+        ("tp_divide_attrs", [], "tp_divide_attrs", []),
+        ("is_boundary", False, "is_boundary", False),
+        ("region_dispatch", False, "region_dispatch", False),
+        ("deferred_bias_params", ["bias"], "_deferred_bias_params", ("bias",)),
+        ("deferred_bias_params", [], "_deferred_bias_params", ()),
+        ("skip_source_lowering", 2, "skip_source_lowering", 2),
+        ("inner_wrapper", {"_target_": "pkg.mod.wrap", "k": 1}, "inner_wrapper", Target("pkg.mod.wrap", k=1)),
+        ("inner_wrapper", "registry_name", "inner_wrapper", "registry_name"),
+        ("inner_target", "self", "inner_target", "self"),
+        ("inner_out_src", {"out": {"tp": "S(0)"}}, "inner_out_src", {"out": {"tp": Shard(0)}}),
+        ("inner_out_src", "registry_name", "inner_out_src", "registry_name"),
+        ("local_compute_fn", {"_target_": "pkg.mod.fn"}, "local_compute_fn", Target("pkg.mod.fn")),
+        ("ep_stack", {"experts": [1, 2]}, "_ep_stack", {"experts": [1, 2]}),
+        ("ep_size", 2, "_ep_size", 2),
+    ],
+    ids=case_id,
+)
+def test_present_key_rebuilds_to_its_live_value(key: str, meta_value: Any, name: str, expected: Any) -> None:
+    assert_same(getattr(rebuilt(**{key: meta_value}), name), expected)
+
+
+def test_rebuilt_placements_keep_their_exact_types() -> None:
+    params = rebuilt(params={"w": {"a": "S(0)", "b": "SS(0,2)"}}).params
+    assert params is not None
+    assert type(params["w"]["a"]) is Shard
+    assert type(params["w"]["b"]) is _StridedShard
+
+
+def test_rebuilt_ep_stack_is_a_copy_of_the_meta_value() -> None:
+    stack = {"experts": 4}
+    meta = CodegenMeta(param_plan={FQN: {}}, injections=[{"match": FQN, "ep_stack": stack}])
+    assert reference.rebuild_live_plan_from_meta(meta).modules[FQN]._ep_stack is not stack
+
+
+# ------------------------------------------------------------------ cannot freeze
+
+
+class Opaque:
+    def method(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "suffix"),
+    [
+        ("out_names", "out", ".out_names"),
+        ("out_names", ["a", 1], ".out_names[1]"),
+        ("tp_divide_attrs", "heads", ".tp_divide_attrs"),
+        ("_deferred_bias_params", "bias", "._deferred_bias_params"),
+        ("params", {"w": Shard(0)}, '.params["w"]'),
+        ("params", {"w": {"tp": Opaque()}}, '.params["w"]["tp"]'),
+        ("params", {1: {"tp": Shard(0)}}, ".params"),
+        ("in_src", {"x": {"tp": {"deeper": Shard(0)}}}, '.in_src["x"]["tp"]'),
+        ("is_boundary", [True], ".is_boundary"),
+        ("region_dispatch", Opaque(), ".region_dispatch"),
+        ("inner_wrapper", lambda x: x, ".inner_wrapper"),
+        ("inner_wrapper", {"_target_": "pkg.mod.fn"}, ".inner_wrapper"),
+        ("inner_wrapper", Target("pkg.mod.fn", sizes=(1, 2)), ".inner_wrapper.sizes"),
+        ("inner_wrapper", Target("pkg.mod.fn", scale=float("nan")), ".inner_wrapper.scale"),
+        ("inner_out_src", Shard(0), ".inner_out_src"),
+        ("inner_out_src", 3, ".inner_out_src"),
+        ("inner_target", ["self"], ".inner_target"),
+        ("local_compute_fn", Opaque().method, ".local_compute_fn"),
+        ("_ep_stack", {"k": Opaque()}, '._ep_stack["k"]'),
+        ("_ep_stack", {1: "x"}, "._ep_stack"),
+        ("_ep_stack", ["k"], "._ep_stack"),
+        ("_ep_size", True, "._ep_size"),
+        ("_ep_size", 2.0, "._ep_size"),
+        ("skip_source_lowering", True, ".skip_source_lowering"),
+    ],
+    ids=case_id,
+)
+def test_unfreezable_value_is_a_freeze_error_naming_its_place(name: str, value: Any, suffix: str) -> None:
+    path = f'modules["{FQN}"]{suffix}'
+    with pytest.raises(FreezeError) as caught:
+        reference.freeze_plan(plan_with(**{name: value}))
+    assert caught.value.path == path
+    assert str(caught.value).startswith(f"{path}: ")
