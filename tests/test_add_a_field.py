@@ -1,0 +1,316 @@
+"""The add-a-field workflow (README "Adding a spec field"), end to end in a copy of the repo.
+
+Each test edits the dataclass and/or the table of a throwaway copy, runs specgen there,
+and checks what a developer would see: the drift check, the one-block diff, the round
+trip of the new field through codegen_meta.json, and the loud failures of a skipped step.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_in, run_specgen, snapshot
+
+SPEC = "shardplan/spec.py"
+TABLE = "shardplan/spec_fields.py"
+GENERATED_MODULES = ("freeze.py", "rebuild.py")
+# Lines that change with any table edit: the header stamp and the staleness-guard constant.
+DIGEST_PREFIXES = ("# table sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
+
+
+@dataclass(frozen=True)
+class NewField:
+    """A field to add: its dataclass line, its table row, and the lines they go after."""
+
+    name: str
+    declaration: str
+    after_declaration: str
+    row: str
+    after_row: str
+
+
+GRAD_SCALE = NewField(
+    name="grad_scale",
+    declaration="grad_scale: float | None = None",
+    after_declaration="skip_source_lowering: int | None = None",
+    row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar")',
+    after_row='SpecField(\n        "skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN, "int_truthy", "opt_scalar"\n    )',
+)
+# Every field of ModuleShardingSpec has a default, so any place is legal; after _ep_size
+# keeps the injections group together, as the table does.
+POST_HOOK = NewField(
+    name="post_hook",
+    declaration="post_hook: object = None",
+    after_declaration="_ep_size: int = 0",
+    row='SpecField("post_hook", "post_hook", GROUP_INJECTIONS, "value_to_dict", "injection_target")',
+    after_row='SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy")',
+)
+
+
+# ------------------------------------------------------------------- edits
+
+
+def _insert_after(path: Path, anchor: str, line: str) -> None:
+    """Insert ``line`` (4-space indented) on its own line right after the unique line(s) ``anchor``."""
+    text = path.read_text()
+    anchor = f"    {anchor}\n"
+    assert text.count(anchor) == 1, f"test setup: {anchor!r} is not in {path.name} exactly once"
+    path.write_text(text.replace(anchor, f"{anchor}    {line}\n"))
+
+
+def _add_dataclass_field(root: Path, new: NewField) -> None:
+    _insert_after(root / SPEC, new.after_declaration, new.declaration)
+
+
+def _add_table_row(root: Path, new: NewField) -> None:
+    _insert_after(root / TABLE, new.after_row + ",", new.row + ",")
+
+
+def _add_field_and_row(root: Path, new: NewField) -> None:
+    _add_dataclass_field(root, new)
+    _add_table_row(root, new)
+
+
+def _add_field_and_regenerate(root: Path, new: NewField) -> None:
+    _add_field_and_row(root, new)
+    result = run_specgen(root)
+    assert result.returncode == 0, result.stderr
+
+
+# ------------------------------------------------------------------- observations
+
+
+def _generated_texts(root: Path) -> dict[str, str]:
+    return {name: (root / "generated" / name).read_text() for name in GENERATED_MODULES}
+
+
+def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
+    """(added, removed) lines of the diff, digest lines left out; asserts the digests changed."""
+    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))
+    added = [line[1:] for line in diff if line.startswith("+") and not line.startswith("+++")]
+    removed = [line[1:] for line in diff if line.startswith("-") and not line.startswith("---")]
+    assert [line for line in removed if line.startswith(DIGEST_PREFIXES[0])], "table digest unchanged"
+    assert [line for line in added if line.startswith("TABLE_SHA256 = ")], "guard constant unchanged"
+    return (
+        [line for line in added if not line.startswith(DIGEST_PREFIXES)],
+        [line for line in removed if not line.startswith(DIGEST_PREFIXES)],
+    )
+
+
+def _assert_check_names_both_modules_stale(root: Path) -> None:
+    result = run_specgen(root, "--check")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "generated/freeze.py is stale" in result.stderr
+    assert "generated/rebuild.py is stale" in result.stderr
+
+
+# Freeze the plan with the copy's generated code, write and read the JSON artifact,
+# rebuild, and do the same with the table-driven reference. Entries and rules are
+# printed as produced (meta_to_json sorts keys, which would hide the table order).
+ROUND_TRIP = """
+import json
+
+import shardplan
+from shardplan import reference
+from shardplan.meta import meta_from_json, meta_to_json
+from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.targets import Target
+
+plan = ShardingPlan(modules={modules})
+meta = shardplan.freeze_plan(plan)
+text = meta_to_json(meta)
+rebuilt = shardplan.rebuild_plan(meta_from_json(text))
+reference_meta = reference.freeze_plan(plan)
+refrozen = shardplan.freeze_plan(rebuilt)
+print(json.dumps({{
+    "frozen": [meta.param_plan, meta.injections],
+    "reference_frozen": [reference_meta.param_plan, reference_meta.injections],
+    "refrozen": [refrozen.param_plan, refrozen.injections],
+    "json": text,
+    "reference_json": meta_to_json(reference_meta),
+    "rebuilt": {{fqn: repr(getattr(spec, {field!r})) for fqn, spec in rebuilt.modules.items()}},
+    "rebuilt_equals_plan": rebuilt.modules == plan.modules,
+    "reference_rebuilt_equals_rebuilt":
+        reference.rebuild_live_plan_from_meta(meta_from_json(text)).modules == rebuilt.modules,
+}}))
+"""
+
+
+def _round_trip(root: Path, new: NewField, modules: str) -> dict[str, Any]:
+    """Run ROUND_TRIP in ``root`` for the plan whose ``modules`` dict is given as source."""
+    result = run_in(root, "-c", ROUND_TRIP.format(modules=modules, field=new.name))
+    assert result.returncode == 0, result.stderr
+    outcome: dict[str, Any] = json.loads(result.stdout)
+    return outcome
+
+
+def _assert_generated_agrees_with_reference(outcome: dict[str, Any]) -> None:
+    # json.dumps keeps insertion order, so this compares key order too.
+    assert json.dumps(outcome["frozen"]) == json.dumps(outcome["reference_frozen"])
+    assert outcome["json"] == outcome["reference_json"]
+    assert outcome["reference_rebuilt_equals_rebuilt"]
+    assert outcome["rebuilt_equals_plan"]
+    # freeze(rebuild(M)) == M, entry and rule keys in the same (table) order. Module order
+    # may differ: the artifact sorts keys, so the rebuilt plan holds the modules sorted.
+    (entries, rules), (refrozen_entries, refrozen_rules) = outcome["frozen"], outcome["refrozen"]
+    assert refrozen_entries == entries and refrozen_rules == rules
+    assert {fqn: list(entry) for fqn, entry in refrozen_entries.items()} == {
+        fqn: list(entry) for fqn, entry in entries.items()
+    }
+    assert [list(rule) for rule in refrozen_rules] == [list(rule) for rule in rules]
+
+
+# ------------------------------------------------------------------- a param_plan field
+
+GRAD_SCALE_FREEZE_BLOCK = [
+    "        # grad_scale: scalar, written when not None",
+    "        value = spec.grad_scale",
+    "        if value is not None:",
+    '            entry["grad_scale"] = freeze_scalar(value, path + ".grad_scale")',
+]
+
+
+def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its_neighbour(
+    repo_copy: Path,
+) -> None:
+    before = _generated_texts(repo_copy)
+    _add_field_and_row(repo_copy, GRAD_SCALE)
+    _assert_check_names_both_modules_stale(repo_copy)
+
+    assert run_specgen(repo_copy).returncode == 0
+    check = run_specgen(repo_copy, "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    after = _generated_texts(repo_copy)
+    added, removed = _changed_lines(before["freeze.py"], after["freeze.py"])
+    assert removed == []
+    assert added == GRAD_SCALE_FREEZE_BLOCK
+    skip_line = '            entry["skip_source_lowering"] = freeze_int_truthy(value, path + ".skip_source_lowering")'
+    assert "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in after["freeze.py"]
+
+    added, removed = _changed_lines(before["rebuild.py"], after["rebuild.py"])
+    assert removed == []
+    assert "        # grad_scale: opt_scalar" in added
+    assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
+    assert "            grad_scale=grad_scale," in added
+    assert any(line.startswith("        grad_scale = rebuild_opt_scalar(") for line in added)
+
+
+def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(repo_copy: Path) -> None:
+    _add_field_and_regenerate(repo_copy, GRAD_SCALE)
+    fqn = "model.layers.0.mlp"
+    outcome = _round_trip(
+        repo_copy,
+        GRAD_SCALE,
+        f'{{{fqn!r}: ModuleShardingSpec(out_names=["y"], skip_source_lowering=2, grad_scale=0.5), '
+        '"model.head": ModuleShardingSpec()}',
+    )
+    assert outcome["rebuilt"] == {fqn: "0.5", "model.head": "None"}
+    param_plan, injections = outcome["frozen"]
+    # Table order, not alphabetical: grad_scale sorts before skip_source_lowering.
+    assert list(param_plan[fqn]) == ["out_names", "is_boundary", "skip_source_lowering", "grad_scale"]
+    assert param_plan[fqn]["grad_scale"] == 0.5
+    assert "grad_scale" not in param_plan["model.head"]  # None is not written
+    assert injections == []
+    _assert_generated_agrees_with_reference(outcome)
+
+
+# ------------------------------------------------------------------- an injection field
+
+
+def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_neighbour(
+    repo_copy: Path,
+) -> None:
+    before = _generated_texts(repo_copy)
+    _add_field_and_row(repo_copy, POST_HOOK)
+    _assert_check_names_both_modules_stale(repo_copy)
+
+    assert run_specgen(repo_copy).returncode == 0
+    check = run_specgen(repo_copy, "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    after = _generated_texts(repo_copy)
+    added, removed = _changed_lines(before["freeze.py"], after["freeze.py"])
+    block = [
+        "        # post_hook: value_to_dict, written when not None",
+        "        value = spec.post_hook",
+        "        if value is not None:",
+        '            rule["post_hook"] = freeze_value_to_dict(value, path + ".post_hook")',
+    ]
+    assert removed == []
+    assert added == block
+    ep_size_line = '            rule["ep_size"] = freeze_int_truthy(value, path + "._ep_size")'
+    assert "\n".join([ep_size_line, *block]) in after["freeze.py"]
+
+    added, removed = _changed_lines(before["rebuild.py"], after["rebuild.py"])
+    assert removed == []
+    assert "        # post_hook: injection_target" in added
+    assert '    "post_hook",' in added  # INJECTION_KEYS
+    assert "            post_hook=post_hook," in added
+
+
+def test_new_injection_field_freezes_a_target_into_a_rule_and_rebuilds_an_equal_target(
+    repo_copy: Path,
+) -> None:
+    _add_field_and_regenerate(repo_copy, POST_HOOK)
+    outcome = _round_trip(
+        repo_copy,
+        POST_HOOK,
+        '{"model.a": ModuleShardingSpec(post_hook=Target("json.dumps", indent=2)), '
+        '"model.b": ModuleShardingSpec(_ep_size=4, post_hook=Target("json.dumps")), '
+        '"model.c": ModuleShardingSpec()}',
+    )
+    _, injections = outcome["frozen"]
+    assert injections == [
+        {"match": "model.a", "post_hook": {"_target_": "json.dumps", "indent": 2}},
+        {"match": "model.b", "ep_size": 4, "post_hook": {"_target_": "json.dumps"}},
+    ]
+    assert [list(rule) for rule in injections] == [["match", "post_hook"], ["match", "ep_size", "post_hook"]]
+    assert outcome["rebuilt"] == {
+        "model.a": "Target('json.dumps', indent=2)",
+        "model.b": "Target('json.dumps')",
+        "model.c": "None",
+    }
+    _assert_generated_agrees_with_reference(outcome)
+
+
+# ------------------------------------------------------------------- a forgotten step
+
+
+@pytest.mark.parametrize("args", [(), ("--check",)], ids=["codegen", "check"])
+def test_dataclass_field_without_a_row_exits_2_naming_it_and_touches_nothing(
+    repo_copy: Path, args: tuple[str, ...]
+) -> None:
+    _add_dataclass_field(repo_copy, GRAD_SCALE)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("specgen: ")
+    assert "field 'grad_scale' of shardplan.spec:ModuleShardingSpec has no table row" in result.stderr
+    assert "Add a SpecField row for it to shardplan/spec_fields.py" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
+@pytest.mark.parametrize(
+    ("code", "stale_module"),
+    [
+        ("import generated.rebuild", "generated/rebuild.py"),
+        ("import shardplan; shardplan.freeze_plan", "generated/freeze.py"),
+    ],
+    ids=["import-generated", "shardplan-freeze_plan"],
+)
+def test_row_added_without_codegen_makes_generated_code_refuse_to_load(
+    repo_copy: Path, code: str, stale_module: str
+) -> None:
+    _add_field_and_row(repo_copy, GRAD_SCALE)
+    result = run_in(repo_copy, "-c", code)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"StaleGeneratedCode: {stale_module} is stale: the field table changed" in result.stderr
+    assert "Run `make codegen` and commit generated/." in result.stderr
