@@ -34,6 +34,10 @@ check: $(STAMP)
 mypy: $(STAMP)
 	$(BIN)/python -m mypy --strict generated/
 
+# The long property run: 50,000 examples a property (tests/conftest.py, profile "fuzz").
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fidelity.py -p no:cacheprovider
+
 bench: $(STAMP)
 	@echo "make bench: not built yet (the performance issue adds it)" >&2; exit 2
 

@@ -9,6 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Example counts: `ci` (the default, what `make test` runs) and `fuzz` (`make fuzz`).
+# Tests scale their own counts from `max_examples` (see tests/test_fidelity.py).
+_SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=2_000, deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.register_profile("fuzz", max_examples=50_000, deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures"
