@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (not part of `make test`)."""

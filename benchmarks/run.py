@@ -1,0 +1,153 @@
+"""`make bench`: generated vs reference vs hand-written freeze and rebuild, side by side.
+
+Every implementation is timed in the same process, interleaved round by round after a
+warm-up, and reported as a median, so machine noise hits all of them alike. Outputs
+are compared before anything is timed. Results go to stdout and benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import handwritten
+from benchmarks.plans import llama_plan
+from generated import freeze as gen_freeze
+from generated import rebuild as gen_rebuild
+from shardplan import reference
+from shardplan.meta import meta_from_json, meta_to_json
+from shardplan.plan_meta import meta_for_plan
+from shardplan.spec_fields import check_generated, table_digest
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds
+FREEZERS = {"generated": gen_freeze, "reference": reference, "hand-written": handwritten}
+REBUILDERS = {"generated": gen_rebuild, "reference": reference, "hand-written": handwritten}
+
+
+def _freeze(module: Any) -> Callable[[Any], Any]:
+    return lambda plan: (module.freeze_param_plan(plan), module.freeze_injections(plan))
+
+
+def _rebuild(module: Any) -> Callable[[Any], Any]:
+    return lambda meta: module.rebuild_live_plan_from_meta(meta)
+
+
+def side_by_side(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median seconds per call, interleaving the calls round by round."""
+    for call in calls.values():  # warm-up: caches, first-use imports
+        call()
+        call()
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    gc.disable()  # collection pauses would land on whichever call was running
+    try:
+        for _ in range(rounds):
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call()
+                samples[name].append(time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def check_same_outputs(plan: Any, meta: Any) -> None:
+    """All implementations must agree before their speed means anything."""
+    frozen = {name: json.dumps(_freeze(m)(plan)) for name, m in FREEZERS.items()}
+    rebuilt = {name: repr(_rebuild(m)(meta).modules) for name, m in REBUILDERS.items()}
+    for what, outputs in (("freeze", frozen), ("rebuild", rebuilt)):
+        if len(set(outputs.values())) != 1:
+            sys.exit(f"bench: {what} outputs differ between {sorted(outputs)}; benchmarks/handwritten.py "
+                     "may be stale for the current table")
+
+
+def peak_bytes(call: Callable[[], Any]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    call()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def command_wall(argv: list[str], runs: int = 5) -> dict[str, float]:
+    """Median wall seconds and peak RSS (MiB) of a whole command."""
+    walls = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"wall_s": statistics.median(walls), "peak_rss_mib": peak_kib / 1024}
+
+
+def bench_size(layers: int, rounds: int) -> dict[str, Any]:
+    plan = llama_plan(layers)
+    meta = reference.freeze_plan(plan)
+    check_same_outputs(plan, meta)
+    text = meta_to_json(meta)
+    freeze = side_by_side({n: (lambda f=_freeze(m): f(plan)) for n, m in FREEZERS.items()}, rounds)
+    rebuild = side_by_side({n: (lambda r=_rebuild(m): r(meta)) for n, m in REBUILDERS.items()}, rounds)
+    json_io = side_by_side({"dump": lambda: meta_to_json(meta), "load": lambda: meta_from_json(text)}, rounds)
+    return {
+        "layers": layers,
+        "modules": len(plan.modules),
+        "artifact_bytes": len(text.encode()),
+        "freeze_s": freeze,
+        "rebuild_s": rebuild,
+        "json_s": json_io,
+        "peak_bytes": {
+            "generated freeze": peak_bytes(lambda: meta_for_plan(plan, *_freeze(gen_freeze)(plan))),
+            "generated rebuild": peak_bytes(lambda: gen_rebuild.rebuild_live_plan_from_meta(meta)),
+        },
+    }
+
+
+def main() -> None:
+    results: dict[str, Any] = {"python": sys.version.split()[0], "sizes": []}
+    for layers, rounds in SIZES.items():
+        results["sizes"].append(bench_size(layers, rounds))
+    digest = table_digest()
+    guard_s = min(timeit.repeat(lambda: check_generated("generated/x.py", digest), number=1000, repeat=5)) / 1000
+    results["staleness_guard_s"] = guard_s
+    results["make_codegen"] = command_wall(["make", "-s", "codegen"])
+    results["make_check"] = command_wall(["make", "-s", "check"])
+    report(results)
+    (ROOT / "benchmarks" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+def report(results: dict[str, Any]) -> None:
+    ms = lambda s: f"{s * 1e3:9.3f}"  # noqa: E731
+    print(f"{'layers':>6} {'modules':>7} {'direction':<8} {'generated':>10} {'reference':>10} "
+          f"{'hand':>10} {'gen/ref':>8} {'gen/hand':>8} {'us/module':>9}   (medians, ms)")
+    for size in results["sizes"]:
+        for direction in ("freeze", "rebuild"):
+            t = size[f"{direction}_s"]
+            print(f"{size['layers']:>6} {size['modules']:>7} {direction:<8} {ms(t['generated'])} "
+                  f"{ms(t['reference'])} {ms(t['hand-written'])} "
+                  f"{t['generated'] / t['reference']:8.3f} {t['generated'] / t['hand-written']:8.3f} "
+                  f"{t['generated'] / size['modules'] * 1e6:9.2f}")
+    print()
+    for size in results["sizes"]:
+        j, peak = size["json_s"], size["peak_bytes"]
+        print(f"{size['layers']:>4} layers: artifact {size['artifact_bytes'] / 1024:8.1f} KiB, json dump "
+              f"{ms(j['dump'])} ms, load {ms(j['load'])} ms; peak alloc freeze "
+              f"{peak['generated freeze'] / 2**20:6.2f} MiB, rebuild {peak['generated rebuild'] / 2**20:6.2f} MiB")
+    print(f"\nstaleness guard: {results['staleness_guard_s'] * 1e6:.1f} us per import")
+    for name in ("make_codegen", "make_check"):
+        r = results[name]
+        print(f"{name.replace('_', ' ')}: {r['wall_s']:.3f} s wall (median of 5), peak RSS {r['peak_rss_mib']:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The fast paths generated code calls mean exactly what the strict kinds mean."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from torch.distributed.tensor import Partial, Replicate, Shard
+from torch.distributed.tensor.placement_types import _StridedShard
+
+from benchmarks import handwritten
+from benchmarks.plans import llama_plan
+from generated import freeze as gen_freeze
+from generated import rebuild as gen_rebuild
+from shardplan import kinds, kinds_fast, reference
+from shardplan.errors import FreezeError, MetaError
+from tests.strategies import MeshAxis
+
+TABLES = [
+    {"w": {"tp": Shard(0), "dp": Replicate()}, "b": {"tp": Partial("max")}},
+    {"w": {MeshAxis.TP: Shard(-1)}},  # Enum axis: the strict path
+    {"w": {"tp": _StridedShard(1, split_factor=2)}},  # strided: the strict path
+    {},
+    {"w": {}},
+]
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_fast_freeze_gives_what_strict_freeze_gives(table: dict[str, object]) -> None:
+    for _ in range(2):  # the second time placement texts come from the cache
+        assert kinds_fast.freeze_placement_map(table, "p") == kinds.freeze_placement_map(table, "p")
+
+
+@pytest.mark.parametrize("bad", [{"w": {"tp": "S(0)"}}, {"w": [Shard(0)]}, [("w", {})], {"w": {"tp": Partial("premul_sum")}}])
+def test_fast_freeze_refuses_what_strict_refuses_with_the_same_path(bad: object) -> None:
+    with pytest.raises(FreezeError) as fast:
+        kinds_fast.freeze_named_placements(bad, 'modules["m"].in_src')
+    with pytest.raises(FreezeError) as strict:
+        kinds.freeze_named_placements(bad, 'modules["m"].in_src')
+    assert (fast.value.path, str(fast.value)) == (strict.value.path, str(strict.value))
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{"w": {"tp": "S(0)", "dp": "R"}}, {"w": {"tp": "SS(-1,4)"}}, {"w": {"tp": "S(x)"}}, {"w": {"tp": ["R"]}}, {"w": {1: "R"}}, {"w": "R"}, []],
+)
+def test_fast_parse_gives_what_strict_parse_gives(obj: object) -> None:
+    for _ in range(2):  # the second time texts come from the parse cache
+        outcomes = []
+        for rebuild in (kinds_fast.rebuild_placement_map, kinds.rebuild_placement_map):
+            try:
+                outcomes.append(("ok", rebuild(obj, "p")))
+            except MetaError as exc:
+                outcomes.append(("error", (exc.path, str(exc))))
+        assert outcomes[0] == outcomes[1]
+
+
+def test_placement_caches_stay_bounded() -> None:
+    for dim in range(kinds_fast._PARSED_LIMIT + 10):
+        kinds_fast.rebuild_placement_map({"w": {"tp": f"S({dim})"}}, "p")
+        kinds_fast.freeze_placement_map({"w": {"tp": Shard(dim)}}, "p")
+    assert len(kinds_fast._PARSED) <= kinds_fast._PARSED_LIMIT
+    assert len(kinds_fast._TEXT_BY_ID) <= kinds_fast._TEXT_LIMIT
+
+
+def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> None:
+    """make bench compares these three; they must compute the same thing."""
+    plan = llama_plan(3)
+    frozen = {json.dumps((m.freeze_param_plan(plan), m.freeze_injections(plan))) for m in (gen_freeze, reference, handwritten)}
+    assert len(frozen) == 1
+    meta = reference.freeze_plan(plan)
+    rebuilt = [m.rebuild_live_plan_from_meta(meta).modules for m in (gen_rebuild, reference, handwritten)]
+    assert rebuilt[0] == rebuilt[1] == rebuilt[2]
+    assert [s._deferred_bias_params for s in rebuilt[0].values()] == [s._deferred_bias_params for s in rebuilt[2].values()]
