@@ -158,7 +158,7 @@ UNFREEZABLE = {
 @st.composite
 def unfreezable_plans(draw: st.DrawFn) -> ShardingPlan:
     """A valid plan with one value freeze must refuse planted in one module."""
-    plan = draw(plans().filter(lambda p: bool(p.modules)))
+    plan = draw(plan_source().filter(lambda p: bool(p.modules)))
     fqn = draw(st.sampled_from(sorted(plan.modules)))
     name = draw(st.sampled_from(sorted(UNFREEZABLE)))
     setattr(plan.modules[fqn], name, draw(st.sampled_from(UNFREEZABLE[name])))
@@ -172,7 +172,9 @@ def frozen_json(plan: ShardingPlan) -> dict[str, Any]:
     return json.loads(meta_to_json(reference.freeze_plan(plan)))
 
 
-valid_meta_documents = plans().map(frozen_json)
+def valid_meta_documents() -> st.SearchStrategy[dict[str, Any]]:
+    """Documents freeze writes, decoded again."""
+    return plan_source().map(frozen_json)
 
 
 def _locations(node: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -203,7 +205,7 @@ BAD_PLACEMENTS = ["S(x)", "P", "P()", "R ", "S(01)", "SS(0,0)", "Shard(0)", "s(0
 def malformed_meta_documents(draw: st.DrawFn, bases: st.SearchStrategy[Any] | None = None) -> Any:
     """A frozen document (from ``bases``, default: random plans) with one defect planted
     at a random place."""
-    document = draw(bases if bases is not None else plans(max_modules=3).map(frozen_json))
+    document = draw(bases if bases is not None else valid_meta_documents())
     trail = draw(st.sampled_from(_locations(document)))
     defect = draw(st.sampled_from(["value", "key", "placement", "rule", "orphan", "drop_match"]))
     if defect == "value":
@@ -225,3 +227,101 @@ def malformed_meta_documents(draw: st.DrawFn, bases: st.SearchStrategy[Any] | No
     elif defect == "drop_match" and rules:
         draw(st.sampled_from(rules)).pop("match")
     return document
+
+
+# ------------------------------------------------------------------ seeded plans
+# Drawing a plan field by field costs Hypothesis ~10-30 ms; the fuzz profile's 50,000
+# examples a property would take hours. Seeded plans are built by random.Random from
+# one drawn integer: the same value pools, two orders of magnitude cheaper, and a
+# failure is replayed from its seed. CI runs the shrinkable strategies above.
+
+_NAME_POOL = ["w", "weight", "q_proj.weight", "x", "hidden_states", "output", "é", 'a"b', "_"]
+_JSON_POOL: list[Any] = [None, True, 0, -7, 2.5, "", "s", [1, "a"], {"k": [None]}, {"": {"x": 1.0}}]
+
+
+def _random_placement(rng: Any) -> Any:
+    choice = rng.randrange(4)
+    if choice == 0:
+        return Shard(rng.randint(-4, 4))
+    if choice == 1:
+        return Replicate()
+    if choice == 2:
+        return Partial(rng.choice(REDUCE_OPS))
+    return _StridedShard(rng.randint(-4, 4), split_factor=rng.randint(1, 8))
+
+
+def _random_table(rng: Any) -> dict[Any, Any]:
+    table = {}
+    for name in rng.sample(_NAME_POOL, rng.randrange(4)):
+        axes = rng.sample(AXES, rng.randrange(5))
+        table[name] = {(MeshAxis(a) if rng.random() < 0.5 else a): _random_placement(rng) for a in axes}
+    return table
+
+
+def _random_names(rng: Any) -> Any:
+    names_ = rng.sample(_NAME_POOL, rng.randrange(4))
+    return tuple(names_) if rng.random() < 0.5 else names_
+
+
+def _random_injected(rng: Any) -> Any:
+    choice = rng.randrange(4)
+    if choice == 0:
+        kwargs = {k: rng.choice(_JSON_POOL) for k in rng.sample(["ring", "use_grouped_gemm", "k"], rng.randrange(3))}
+        return Target(rng.choice(TARGET_PATHS), **kwargs)
+    if choice == 1:
+        return rng.choice([json.dumps, json.loads, math.sqrt])
+    if choice == 2:
+        return rng.choice(["self", "flash_attn"])
+    return _random_table(rng)
+
+
+def random_spec(rng: Any) -> ModuleShardingSpec:
+    """A spec drawn from the same pools as ``specs()``, by a seeded Random."""
+    maybe = lambda make: make(rng) if rng.random() < 0.6 else None  # noqa: E731
+    spec = ModuleShardingSpec(
+        params=maybe(_random_table),
+        in_src=maybe(_random_table),
+        in_dst=maybe(_random_table),
+        out_src=maybe(_random_table),
+        out_dst=maybe(_random_table),
+        out_names=maybe(_random_names),
+        tp_divide_attrs=maybe(_random_names),
+        is_boundary=rng.random() < 0.5,
+        region_dispatch=maybe(lambda r: r.random() < 0.5),
+        skip_source_lowering=maybe(lambda r: r.randrange(4)),
+        inner_wrapper=maybe(_random_injected),
+        inner_target=maybe(lambda r: r.choice(["self", "attn", 0, 3])),
+        inner_out_src=maybe(_random_injected),
+        local_compute_fn=maybe(_random_injected),
+        _ep_stack={k: rng.choice(_JSON_POOL) for k in rng.sample(["a", "b", ""], rng.randrange(3))},
+        _ep_size=rng.randrange(9),
+        _is_terminal=rng.random() < 0.5,
+        _resolved_inner_wrapper=rng.choice([None, len]),
+    )
+    spec._deferred_bias_params = tuple(_random_names(rng))
+    return spec
+
+
+def random_plan(seed: int) -> ShardingPlan:
+    """A plan drawn from the same pools as ``plans()``; the seed replays it."""
+    import random
+
+    rng = random.Random(seed)
+    fqns = rng.sample(_NAME_POOL + ["model.layers.0.mlp", "lm_head"], rng.randrange(5))
+    return ShardingPlan(
+        modules={fqn: random_spec(rng) for fqn in fqns},
+        special_handlers={k: rng.choice(_NAME_POOL) for k in rng.sample(_NAME_POOL, rng.randrange(3))},
+        mesh_dim_names=tuple(rng.sample(AXES, rng.randrange(5))),
+        tied_pairs=[(rng.choice(_NAME_POOL), rng.choice(_NAME_POOL)) for _ in range(rng.randrange(3))],
+        sequence_parallel=rng.random() < 0.5,
+        loss_parallel=rng.random() < 0.5,
+    )
+
+
+def plan_source() -> st.SearchStrategy[ShardingPlan]:
+    """Shrinkable drawn plans normally; seeded plans under the fuzz profile."""
+    import os
+
+    if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
+        return st.integers(0, 2**64).map(random_plan)
+    return plans()

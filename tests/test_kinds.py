@@ -1,4 +1,4 @@
-"""Every freeze and rebuild kind (SPEC §4, §5), one field at a time, through the table-driven reference."""
+"""Every freeze and rebuild kind (SPEC §4, §5), one field at a time, through the table-driven impl."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import pytest
 from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
-from shardplan import reference
 from shardplan.errors import FreezeError
 from shardplan.meta import CodegenMeta
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from shardplan.targets import Target
+from tests.implementations import IMPLEMENTATIONS, use_both_implementations
 
 FQN = "model.layers.0.mlp"
+
+impl = IMPLEMENTATIONS["reference"]  # rebound per test by the fixture below
+implementation = use_both_implementations(__name__)
 
 
 class _Absent:
@@ -57,11 +60,11 @@ def plan_with(**values: Any) -> ShardingPlan:
 
 
 def frozen_entry(**values: Any) -> dict[str, Any]:
-    return reference.freeze_param_plan(plan_with(**values))[FQN]
+    return impl.freeze_param_plan(plan_with(**values))[FQN]
 
 
 def frozen_rules(**values: Any) -> list[dict[str, Any]]:
-    return reference.freeze_injections(plan_with(**values))
+    return impl.freeze_injections(plan_with(**values))
 
 
 def rebuilt(**keys: Any) -> ModuleShardingSpec:
@@ -71,7 +74,7 @@ def rebuilt(**keys: Any) -> ModuleShardingSpec:
     assert len(entry) + len(rule) == len(keys), "unknown frozen key in the test itself"
     injections = [{"match": FQN, **rule}] if rule else []
     meta = CodegenMeta(param_plan={FQN: entry}, injections=injections)
-    return reference.rebuild_live_plan_from_meta(meta).modules[FQN]
+    return impl.rebuild_live_plan_from_meta(meta).modules[FQN]
 
 
 def assert_same(actual: Any, expected: Any) -> None:
@@ -182,7 +185,7 @@ def test_written_lists_and_dicts_are_copies_of_the_spec_values() -> None:
     stack = {"experts": 4}
     names = ["out"]
     plan = plan_with(_ep_stack=stack, out_names=names)
-    meta = reference.freeze_plan(plan)
+    meta = impl.freeze_plan(plan)
     assert meta.injections[0]["ep_stack"] is not stack
     assert meta.param_plan[FQN]["out_names"] is not names
 
@@ -195,31 +198,31 @@ def test_rules_follow_plan_modules_order_with_match_first() -> None:
             "b": spec_with(inner_target="self"),
         }
     )
-    rules = reference.freeze_injections(plan)
+    rules = impl.freeze_injections(plan)
     assert [rule["match"] for rule in rules] == ["z", "b"]
     assert [list(rule)[0] for rule in rules] == ["match", "match"]
 
 
 def test_param_plan_has_one_entry_per_module_in_plan_order() -> None:
     plan = ShardingPlan(modules={"z": spec_with(), "a": spec_with(), "m": spec_with()})
-    assert list(reference.freeze_param_plan(plan)) == ["z", "a", "m"]
+    assert list(impl.freeze_param_plan(plan)) == ["z", "a", "m"]
 
 
 def test_fully_populated_entry_keys_are_in_table_order() -> None:
     plan = ShardingPlan(modules={FQN: full_spec()})
-    assert list(reference.freeze_param_plan(plan)[FQN]) == PARAM_PLAN_KEYS
+    assert list(impl.freeze_param_plan(plan)[FQN]) == PARAM_PLAN_KEYS
 
 
 def test_fully_populated_rule_keys_are_match_then_table_order() -> None:
     plan = ShardingPlan(modules={FQN: full_spec()})
-    (rule,) = reference.freeze_injections(plan)
+    (rule,) = impl.freeze_injections(plan)
     assert list(rule) == ["match", *INJECTION_KEYS]
 
 
 def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
     spec = full_spec()
-    meta = reference.freeze_plan(ShardingPlan(modules={FQN: spec}))
-    back = reference.rebuild_live_plan_from_meta(meta).modules[FQN]
+    meta = impl.freeze_plan(ShardingPlan(modules={FQN: spec}))
+    back = impl.rebuild_live_plan_from_meta(meta).modules[FQN]
     for name in KEY_OF:
         expected = getattr(spec, name)
         if name == "local_compute_fn":
@@ -308,7 +311,7 @@ def test_rebuilt_placements_keep_their_exact_types() -> None:
 def test_rebuilt_ep_stack_is_a_copy_of_the_meta_value() -> None:
     stack = {"experts": 4}
     meta = CodegenMeta(param_plan={FQN: {}}, injections=[{"match": FQN, "ep_stack": stack}])
-    assert reference.rebuild_live_plan_from_meta(meta).modules[FQN]._ep_stack is not stack
+    assert impl.rebuild_live_plan_from_meta(meta).modules[FQN]._ep_stack is not stack
 
 
 # ------------------------------------------------------------------ cannot freeze
@@ -352,6 +355,6 @@ class Opaque:
 def test_unfreezable_value_is_a_freeze_error_naming_its_place(name: str, value: Any, suffix: str) -> None:
     path = f'modules["{FQN}"]{suffix}'
     with pytest.raises(FreezeError) as caught:
-        reference.freeze_plan(plan_with(**{name: value}))
+        impl.freeze_plan(plan_with(**{name: value}))
     assert caught.value.path == path
     assert str(caught.value).startswith(f"{path}: ")

@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 
-from shardplan import reference
 from shardplan.errors import MetaError
 from shardplan.meta import load_meta
 from shardplan.spec import ShardingPlan
+from tests.implementations import IMPLEMENTATIONS, use_both_implementations
 
 ENTRY = 'param_plan["m"]'
 RULE = "injections[0]"
+
+impl = IMPLEMENTATIONS["reference"]  # rebound per test by the fixture below
+implementation = use_both_implementations(__name__)
 
 
 def document(**top: Any) -> bytes:
@@ -33,7 +36,7 @@ def with_rule(**keys: Any) -> bytes:
 def load_and_rebuild(tmp_path: Path, raw: bytes, *, strict: bool = True) -> ShardingPlan:
     path = tmp_path / "codegen_meta.json"
     path.write_bytes(raw)
-    return reference.rebuild_live_plan_from_meta(load_meta(path), strict=strict)
+    return impl.rebuild_live_plan_from_meta(load_meta(path), strict=strict)
 
 
 def case(case_id: str, raw: bytes, path: str, fragment: str) -> Any:
