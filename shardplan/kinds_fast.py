@@ -19,8 +19,6 @@ from shardplan.kinds import (  # re-exported: no fast path needed
     freeze_dict_copy,
     freeze_int_truthy,
     freeze_name_list,
-    freeze_plain,
-    freeze_scalar,
     freeze_value_to_dict,
     rebuild_attr_list,
     rebuild_bool_default_true,
@@ -56,6 +54,16 @@ __all__ = [
 ]
 
 _BOUND = 10**MAX_INT_DIGITS
+
+
+def freeze_scalar(value: Any, path: str) -> Any:
+    """As ``kinds.freeze_scalar``; a bool (the common case) needs no further check."""
+    return value if type(value) is bool else kinds.freeze_scalar(value, path)
+
+
+def freeze_plain(value: Any, path: str) -> Any:
+    """As ``kinds.freeze_plain``; a str (the common case) needs no further check."""
+    return value if type(value) is str else kinds.freeze_plain(value, path)
 _PARTIAL_TEXT = {op: f"P({op})" for op in REDUCE_OPS}
 _REPLICATE_TEXT = "R"
 
