@@ -21,8 +21,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Render generated/ from the field table and templates/ (see [tool.specgen]).",
     )
     parser.add_argument(
-        "command", nargs="?", default="generate", choices=("generate", "table"),
-        help="generate (default): write generated/; table: print the field table",
+        "command", nargs="?", default="generate", choices=("generate", "table", "demo"),
+        help="generate (default): write generated/; table: print the field table; "
+        "demo: shard an example model on two CPU processes from a frozen plan (specgen demo --help)",
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift, with a diff")
@@ -47,6 +48,12 @@ def format_table(config_root: Path) -> str:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["demo"]:
+        # The demo needs torch; imported only here so the generator itself never is.
+        from shardplan.demo import main as demo
+
+        return demo(argv[1:])
     args = _parser().parse_args(argv)
     try:
         root = (args.root or find_root(Path.cwd())).resolve()
