@@ -142,6 +142,21 @@ print(json.dumps({{
 """
 
 
+def _regenerate_after_check_fails(root: Path, new: NewField) -> dict[str, tuple[list[str], list[str]]]:
+    """Add the field and row, see --check fail, regenerate, see --check pass.
+
+    Returns each generated module's (added, removed) lines.
+    """
+    before = _generated_texts(root)
+    _add_field_and_row(root, new)
+    _assert_check_names_both_modules_stale(root)
+    assert run_specgen(root).returncode == 0
+    check = run_specgen(root, "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    after = _generated_texts(root)
+    return {name: _changed_lines(before[name], after[name]) for name in ("freeze.py", "rebuild.py")}
+
+
 def _round_trip(root: Path, new: NewField, modules: str) -> dict[str, Any]:
     """Run ROUND_TRIP in ``root`` for the plan whose ``modules`` dict is given as source."""
     result = run_in(root, "-c", ROUND_TRIP.format(modules=modules, field=new.name))
@@ -179,27 +194,19 @@ GRAD_SCALE_FREEZE_BLOCK = [
 def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its_neighbour(
     repo_copy: Path,
 ) -> None:
-    before = _generated_texts(repo_copy)
-    _add_field_and_row(repo_copy, GRAD_SCALE)
-    _assert_check_names_both_modules_stale(repo_copy)
-
-    assert run_specgen(repo_copy).returncode == 0
-    check = run_specgen(repo_copy, "--check")
-    assert check.returncode == 0, check.stdout + check.stderr
-
-    after = _generated_texts(repo_copy)
-    added, removed = _changed_lines(before["freeze.py"], after["freeze.py"])
+    changes = _regenerate_after_check_fails(repo_copy, GRAD_SCALE)
+    added, removed = changes["freeze.py"]
     assert removed == []
     assert added == GRAD_SCALE_FREEZE_BLOCK
     skip_line = '            entry["skip_source_lowering"] = freeze_int_truthy(value, path + ".skip_source_lowering")'
-    assert "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in after["freeze.py"]
+    assert "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
 
-    added, removed = _changed_lines(before["rebuild.py"], after["rebuild.py"])
+    added, removed = changes["rebuild.py"]
     assert removed == []
-    assert "        # grad_scale: opt_scalar" in added
+    assert "        # grad_scale: opt_scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     assert "            grad_scale=grad_scale," in added
-    assert any(line.startswith("        grad_scale = rebuild_opt_scalar(") for line in added)
+    assert any(line.startswith("        grad_scale = None if value is None else rebuild_opt_scalar(") for line in added)
 
 
 def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(repo_copy: Path) -> None:
@@ -227,16 +234,8 @@ def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(re
 def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_neighbour(
     repo_copy: Path,
 ) -> None:
-    before = _generated_texts(repo_copy)
-    _add_field_and_row(repo_copy, POST_HOOK)
-    _assert_check_names_both_modules_stale(repo_copy)
-
-    assert run_specgen(repo_copy).returncode == 0
-    check = run_specgen(repo_copy, "--check")
-    assert check.returncode == 0, check.stdout + check.stderr
-
-    after = _generated_texts(repo_copy)
-    added, removed = _changed_lines(before["freeze.py"], after["freeze.py"])
+    changes = _regenerate_after_check_fails(repo_copy, POST_HOOK)
+    added, removed = changes["freeze.py"]
     block = [
         "        # post_hook: value_to_dict, written when not None",
         "        value = spec.post_hook",
@@ -246,11 +245,11 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
     assert removed == []
     assert added == block
     ep_size_line = '            rule["ep_size"] = freeze_int_truthy(value, path + "._ep_size")'
-    assert "\n".join([ep_size_line, *block]) in after["freeze.py"]
+    assert "\n".join([ep_size_line, *block]) in _generated_texts(repo_copy)["freeze.py"]
 
-    added, removed = _changed_lines(before["rebuild.py"], after["rebuild.py"])
+    added, removed = changes["rebuild.py"]
     assert removed == []
-    assert "        # post_hook: injection_target" in added
+    assert "        # post_hook: injection_target, None when absent" in added
     assert '    "post_hook",' in added  # INJECTION_KEYS
     assert "            post_hook=post_hook," in added
 
