@@ -32,14 +32,37 @@ from shardplan.kinds_fast import (
     rebuild_tuple_empty,
 )
 from shardplan.meta import CodegenMeta, check_meta
-from shardplan.plan_meta import check_entry, entry_path, index_rules, module_path, plan_shell, rule_path
+from shardplan.plan_meta import (
+    check_entry,
+    entry_path,
+    index_rules,
+    module_path,
+    plan_shell,
+    rule_path,
+)
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 
 PARAM_PLAN_KEYS = (
-    "params", "in_src", "in_dst", "out_src", "out_dst", "out_names", "tp_divide_attrs",
-    "is_boundary", "region_dispatch", "deferred_bias_params", "skip_source_lowering",
+    "params",
+    "in_src",
+    "in_dst",
+    "out_src",
+    "out_dst",
+    "out_names",
+    "tp_divide_attrs",
+    "is_boundary",
+    "region_dispatch",
+    "deferred_bias_params",
+    "skip_source_lowering",
 )
-INJECTION_KEYS = ("inner_wrapper", "inner_target", "inner_out_src", "local_compute_fn", "ep_stack", "ep_size")
+INJECTION_KEYS = (
+    "inner_wrapper",
+    "inner_target",
+    "inner_out_src",
+    "local_compute_fn",
+    "ep_stack",
+    "ep_size",
+)
 
 
 def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
@@ -60,11 +83,15 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
         if spec.out_names:
             entry["out_names"] = freeze_name_list(spec.out_names, path + ".out_names")
         if spec.tp_divide_attrs is not None:
-            entry["tp_divide_attrs"] = freeze_attr_list(spec.tp_divide_attrs, path + ".tp_divide_attrs")
+            entry["tp_divide_attrs"] = freeze_attr_list(
+                spec.tp_divide_attrs, path + ".tp_divide_attrs"
+            )
         if spec.is_boundary is not None:
             entry["is_boundary"] = freeze_scalar(spec.is_boundary, path + ".is_boundary")
         if spec.region_dispatch is not None:
-            entry["region_dispatch"] = freeze_scalar(spec.region_dispatch, path + ".region_dispatch")
+            entry["region_dispatch"] = freeze_scalar(
+                spec.region_dispatch, path + ".region_dispatch"
+            )
         if spec._deferred_bias_params:
             entry["deferred_bias_params"] = freeze_name_list(
                 spec._deferred_bias_params, path + "._deferred_bias_params"
@@ -82,11 +109,17 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
     for fqn, spec in plan.modules.items():
         rule: dict[str, Any] = {"match": fqn}
         if spec.inner_wrapper is not None:
-            rule["inner_wrapper"] = freeze_value_to_dict(spec.inner_wrapper, module_path(fqn) + ".inner_wrapper")
+            rule["inner_wrapper"] = freeze_value_to_dict(
+                spec.inner_wrapper, module_path(fqn) + ".inner_wrapper"
+            )
         if spec.inner_target is not None:
-            rule["inner_target"] = freeze_plain(spec.inner_target, module_path(fqn) + ".inner_target")
+            rule["inner_target"] = freeze_plain(
+                spec.inner_target, module_path(fqn) + ".inner_target"
+            )
         if spec.inner_out_src is not None:
-            rule["inner_out_src"] = freeze_value_to_dict(spec.inner_out_src, module_path(fqn) + ".inner_out_src")
+            rule["inner_out_src"] = freeze_value_to_dict(
+                spec.inner_out_src, module_path(fqn) + ".inner_out_src"
+            )
         if spec.local_compute_fn is not None:
             rule["local_compute_fn"] = freeze_value_to_dict(
                 spec.local_compute_fn, module_path(fqn) + ".local_compute_fn"
@@ -136,13 +169,19 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
             path = rule_path(index)
             get = rule.get
             v = get("inner_wrapper")
-            inner_wrapper = None if v is None else rebuild_injection_target(v, path + ".inner_wrapper")
+            inner_wrapper = (
+                None if v is None else rebuild_injection_target(v, path + ".inner_wrapper")
+            )
             v = get("inner_target")
             inner_target = None if v is None else rebuild_opt_scalar(v, path + ".inner_target")
             v = get("inner_out_src")
-            inner_out_src = None if v is None else rebuild_injection_target(v, path + ".inner_out_src")
+            inner_out_src = (
+                None if v is None else rebuild_injection_target(v, path + ".inner_out_src")
+            )
             v = get("local_compute_fn")
-            local_compute_fn = None if v is None else rebuild_injection_target(v, path + ".local_compute_fn")
+            local_compute_fn = (
+                None if v is None else rebuild_injection_target(v, path + ".local_compute_fn")
+            )
             v = get("ep_stack")
             ep_stack = {} if v is None else rebuild_dict_copy(v, path + ".ep_stack")
             v = get("ep_size")
@@ -151,11 +190,22 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
             inner_wrapper = inner_target = inner_out_src = local_compute_fn = None
             ep_stack, ep_size = {}, 0
         spec = ModuleShardingSpec(
-            params=params, in_src=in_src, in_dst=in_dst, out_src=out_src, out_dst=out_dst,
-            out_names=out_names, tp_divide_attrs=tp_divide_attrs, is_boundary=is_boundary,
-            region_dispatch=region_dispatch, skip_source_lowering=skip, inner_wrapper=inner_wrapper,
-            inner_target=inner_target, inner_out_src=inner_out_src, local_compute_fn=local_compute_fn,
-            _ep_stack=ep_stack, _ep_size=ep_size,
+            params=params,
+            in_src=in_src,
+            in_dst=in_dst,
+            out_src=out_src,
+            out_dst=out_dst,
+            out_names=out_names,
+            tp_divide_attrs=tp_divide_attrs,
+            is_boundary=is_boundary,
+            region_dispatch=region_dispatch,
+            skip_source_lowering=skip,
+            inner_wrapper=inner_wrapper,
+            inner_target=inner_target,
+            inner_out_src=inner_out_src,
+            local_compute_fn=local_compute_fn,
+            _ep_stack=ep_stack,
+            _ep_size=ep_size,
         )
         spec._deferred_bias_params = deferred
         plan.modules[fqn] = spec

@@ -49,7 +49,9 @@ def _mlp(layer: int) -> ModuleShardingSpec:
         out_dst={"output": dict(SEQ)},
         out_names=["output"],
         is_boundary=False,
-        local_compute_fn=Target("models.llama.ep.grouped_gemm_compute", use_grouped_gemm=True) if moe else None,
+        local_compute_fn=(
+            Target("models.llama.ep.grouped_gemm_compute", use_grouped_gemm=True) if moe else None
+        ),
         _ep_size=2 if moe else 0,
     )
 

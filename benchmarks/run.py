@@ -66,8 +66,10 @@ def check_same_outputs(plan: Any, meta: Any) -> None:
     rebuilt = {name: repr(_rebuild(m)(meta).modules) for name, m in REBUILDERS.items()}
     for what, outputs in (("freeze", frozen), ("rebuild", rebuilt)):
         if len(set(outputs.values())) != 1:
-            sys.exit(f"bench: {what} outputs differ between {sorted(outputs)}; benchmarks/handwritten.py "
-                     "may be stale for the current table")
+            sys.exit(
+                f"bench: {what} outputs differ between {sorted(outputs)}; benchmarks/handwritten.py "
+                "may be stale for the current table"
+            )
 
 
 def peak_bytes(call: Callable[[], Any]) -> int:
@@ -103,7 +105,9 @@ _PEAK_RSS = (
 
 def generator_peak_rss_mib(*args: str) -> float:
     """Peak resident memory of one generator run, in MiB."""
-    done = subprocess.run([sys.executable, "-c", _PEAK_RSS, *args], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS, *args], cwd=ROOT, capture_output=True, text=True
+    )
     return int(done.stderr.strip().splitlines()[-1]) / 1024
 
 
@@ -113,8 +117,12 @@ def bench_size(layers: int, rounds: int) -> dict[str, Any]:
     check_same_outputs(plan, meta)
     text = meta_to_json(meta)
     freeze = side_by_side({n: (lambda f=_freeze(m): f(plan)) for n, m in FREEZERS.items()}, rounds)
-    rebuild = side_by_side({n: (lambda r=_rebuild(m): r(meta)) for n, m in REBUILDERS.items()}, rounds)
-    json_io = side_by_side({"dump": lambda: meta_to_json(meta), "load": lambda: meta_from_json(text)}, rounds)
+    rebuild = side_by_side(
+        {n: (lambda r=_rebuild(m): r(meta)) for n, m in REBUILDERS.items()}, rounds
+    )
+    json_io = side_by_side(
+        {"dump": lambda: meta_to_json(meta), "load": lambda: meta_from_json(text)}, rounds
+    )
     return {
         "layers": layers,
         "modules": len(plan.modules),
@@ -134,7 +142,10 @@ def main() -> None:
     for layers, rounds in SIZES.items():
         results["sizes"].append(bench_size(layers, rounds))
     digest = table_digest()
-    guard_s = min(timeit.repeat(lambda: check_generated("generated/x.py", digest), number=1000, repeat=5)) / 1000
+    guard_s = (
+        min(timeit.repeat(lambda: check_generated("generated/x.py", digest), number=1000, repeat=5))
+        / 1000
+    )
     results["staleness_guard_s"] = guard_s
     results["make_codegen"] = {
         "wall_s": command_wall(["make", "-s", "codegen"]),
@@ -150,25 +161,33 @@ def main() -> None:
 
 def report(results: dict[str, Any]) -> None:
     ms = lambda s: f"{s * 1e3:9.3f}"  # noqa: E731
-    print(f"{'layers':>6} {'modules':>7} {'direction':<8} {'generated':>10} {'reference':>10} "
-          f"{'hand':>10} {'gen/ref':>8} {'gen/hand':>8} {'us/module':>9}   (medians, ms)")
+    print(
+        f"{'layers':>6} {'modules':>7} {'direction':<8} {'generated':>10} {'reference':>10} "
+        f"{'hand':>10} {'gen/ref':>8} {'gen/hand':>8} {'us/module':>9}   (medians, ms)"
+    )
     for size in results["sizes"]:
         for direction in ("freeze", "rebuild"):
             t = size[f"{direction}_s"]
-            print(f"{size['layers']:>6} {size['modules']:>7} {direction:<8} {ms(t['generated'])} "
-                  f"{ms(t['reference'])} {ms(t['hand-written'])} "
-                  f"{t['generated'] / t['reference']:8.3f} {t['generated'] / t['hand-written']:8.3f} "
-                  f"{t['generated'] / size['modules'] * 1e6:9.2f}")
+            print(
+                f"{size['layers']:>6} {size['modules']:>7} {direction:<8} {ms(t['generated'])} "
+                f"{ms(t['reference'])} {ms(t['hand-written'])} "
+                f"{t['generated'] / t['reference']:8.3f} {t['generated'] / t['hand-written']:8.3f} "
+                f"{t['generated'] / size['modules'] * 1e6:9.2f}"
+            )
     print()
     for size in results["sizes"]:
         j, peak = size["json_s"], size["peak_bytes"]
-        print(f"{size['layers']:>4} layers: artifact {size['artifact_bytes'] / 1024:8.1f} KiB, json dump "
-              f"{ms(j['dump'])} ms, load {ms(j['load'])} ms; peak alloc freeze "
-              f"{peak['generated freeze'] / 2**20:6.2f} MiB, rebuild {peak['generated rebuild'] / 2**20:6.2f} MiB")
+        print(
+            f"{size['layers']:>4} layers: artifact {size['artifact_bytes'] / 1024:8.1f} KiB, json dump "
+            f"{ms(j['dump'])} ms, load {ms(j['load'])} ms; peak alloc freeze "
+            f"{peak['generated freeze'] / 2**20:6.2f} MiB, rebuild {peak['generated rebuild'] / 2**20:6.2f} MiB"
+        )
     print(f"\nstaleness guard: {results['staleness_guard_s'] * 1e6:.1f} us per import")
     for name in ("make_codegen", "make_check"):
         r = results[name]
-        print(f"{name.replace('_', ' ')}: {r['wall_s']:.3f} s wall (median of 5), peak RSS {r['peak_rss_mib']:.0f} MiB")
+        print(
+            f"{name.replace('_', ' ')}: {r['wall_s']:.3f} s wall (median of 5), peak RSS {r['peak_rss_mib']:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

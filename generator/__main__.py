@@ -21,14 +21,21 @@ def _parser() -> argparse.ArgumentParser:
         description="Render generated/ from the field table and templates/ (see [tool.specgen]).",
     )
     parser.add_argument(
-        "command", nargs="?", default="generate", choices=("generate", "table", "demo"),
+        "command",
+        nargs="?",
+        default="generate",
+        choices=("generate", "table", "demo"),
         help="generate (default): write generated/; table: print the field table; "
         "demo: shard an example model on two CPU processes from a frozen plan (specgen demo --help)",
     )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift, with a diff")
+    mode.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 on drift, with a diff"
+    )
     mode.add_argument("--diff", action="store_true", help="write nothing; print the diff only")
-    parser.add_argument("--root", type=Path, help="project folder (default: found from the current one)")
+    parser.add_argument(
+        "--root", type=Path, help="project folder (default: found from the current one)"
+    )
     return parser
 
 

@@ -79,7 +79,10 @@ def stamp(body: str, table: Table, config: Config, digest: str) -> str:
 def build_outputs(sources: dict[str, str], table: Table, config: Config) -> dict[str, str]:
     """Format and stamp every rendered source."""
     digest = inputs_digest(table, config)
-    return {name: stamp(format_source(src, name), table, config, digest) for name, src in sources.items()}
+    return {
+        name: stamp(format_source(src, name), table, config, digest)
+        for name, src in sources.items()
+    }
 
 
 @dataclass
@@ -97,7 +100,10 @@ class Drift:
     def report(self, config: Config) -> str:
         """The message --check prints after the diff: what differs and the fix."""
         out = config.output_name
-        lines = [f"{out}/{name} is stale: it differs from what the table and templates give." for name in self.changed]
+        lines = [
+            f"{out}/{name} is stale: it differs from what the table and templates give."
+            for name in self.changed
+        ]
         lines += [f"{out}/{name} is missing." for name in self.missing]
         lines += [
             f"{out}/{name} is an orphan: no template produces it (remove it, or restore its template)."

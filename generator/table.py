@@ -25,8 +25,21 @@ GROUPS = (PARAM_PLAN, INJECTIONS, EXEMPT)
 
 # Names the templates bind inside generated functions; a field local may not shadow them.
 TEMPLATE_LOCALS = frozenset(
-    {"entry", "fqn", "index", "injections", "meta", "param_plan", "path", "plan", "rule",
-     "rules", "spec", "strict", "value"}
+    {
+        "entry",
+        "fqn",
+        "index",
+        "injections",
+        "meta",
+        "param_plan",
+        "path",
+        "plan",
+        "rule",
+        "rules",
+        "spec",
+        "strict",
+        "value",
+    }
 )
 
 
@@ -92,7 +105,9 @@ def _relative_file(module: Any, root: Path) -> str:
     try:
         return path.relative_to(root.resolve()).as_posix()
     except ValueError:
-        return str(module.__name__)  # outside the project: the module's name, never an absolute path
+        return str(
+            module.__name__
+        )  # outside the project: the module's name, never an absolute path
 
 
 def load_table(config: Config) -> LoadedTable:
@@ -100,7 +115,9 @@ def load_table(config: Config) -> LoadedTable:
     table_module, rows = _import(config.table, config.root, "table")
     _, spec_class = _import(config.spec_class, config.root, "spec_class")
     if not isinstance(rows, (tuple, list)):
-        raise GeneratorError(f"{config.table} must be a tuple of SpecField rows, got {type(rows).__name__}")
+        raise GeneratorError(
+            f"{config.table} must be a tuple of SpecField rows, got {type(rows).__name__}"
+        )
     if not dataclasses.is_dataclass(spec_class):
         raise GeneratorError(f"{config.spec_class} must be a dataclass")
     digest = getattr(table_module, "table_digest", None)
@@ -123,7 +140,9 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
-def _row_problems(row: Row, kinds: dict[str, tuple[str, ...]], spec_fields: dict[str, bool]) -> list[str]:
+def _row_problems(
+    row: Row, kinds: dict[str, tuple[str, ...]], spec_fields: dict[str, bool]
+) -> list[str]:
     problems = []
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
@@ -145,7 +164,7 @@ def _row_problems(row: Row, kinds: dict[str, tuple[str, ...]], spec_fields: dict
     elif row.group == EXEMPT:
         if row.key or row.freeze or row.rebuild or row.post_init:
             problems.append(
-                "an exempt row never crosses the artifact, so key, freeze and rebuild must be \"\" "
+                'an exempt row never crosses the artifact, so key, freeze and rebuild must be "" '
                 "and post_init False.\n  Clear them, or move the row to group 'param_plan' or 'injections'."
             )
         return problems
@@ -165,7 +184,9 @@ def _row_problems(row: Row, kinds: dict[str, tuple[str, ...]], spec_fields: dict
             if not init
             else "Set post_init=False, or declare the field with field(init=False)."
         )
-        problems.append(f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}")
+        problems.append(
+            f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
+        )
     return problems
 
 
@@ -175,7 +196,9 @@ def _to_row(number: int, raw: Any) -> Row:
     except AttributeError as exc:
         raise GeneratorError(f"table row {number}: {exc}; every row must be a SpecField") from None
     text_fields = (row.name, row.key, row.group, row.freeze, row.rebuild)
-    if not all(isinstance(value, str) for value in text_fields) or not isinstance(row.post_init, bool):
+    if not all(isinstance(value, str) for value in text_fields) or not isinstance(
+        row.post_init, bool
+    ):
         raise GeneratorError(
             f"table row {number} ({row.name!r}): name, key, group, freeze and rebuild must be str "
             "and post_init a bool"
@@ -191,7 +214,9 @@ def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]]) -> Table:
     first_by_key: dict[str, Row] = {}
     for row in rows:
         where = f"table row {row.number} ({row.name})"
-        problems += [f"{where}: {problem}" for problem in _row_problems(row, kinds, loaded.spec_fields)]
+        problems += [
+            f"{where}: {problem}" for problem in _row_problems(row, kinds, loaded.spec_fields)
+        ]
         if row.name in first_by_name:
             first = first_by_name[row.name]
             problems.append(

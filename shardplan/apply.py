@@ -35,7 +35,9 @@ class ApplyError(ValueError):
     """The plan does not fit the model or the mesh; the message names the place."""
 
 
-def resolve_placements(named: Mapping[Any, Placement], mesh_dims: tuple[str, ...], where: str) -> tuple[Placement, ...]:
+def resolve_placements(
+    named: Mapping[Any, Placement], mesh_dims: tuple[str, ...], where: str
+) -> tuple[Placement, ...]:
     """``{axis: placement}`` -> one placement per mesh dimension, in mesh order."""
     by_axis = {axis_name(axis, where): placement for axis, placement in named.items()}
     for axis, placement in by_axis.items():
@@ -46,7 +48,9 @@ def resolve_placements(named: Mapping[Any, Placement], mesh_dims: tuple[str, ...
     return tuple(by_axis.get(axis, Replicate()) for axis in mesh_dims)
 
 
-def planned_placements(plan: ShardingPlan, mesh_dims: tuple[str, ...]) -> dict[str, tuple[Placement, ...]]:
+def planned_placements(
+    plan: ShardingPlan, mesh_dims: tuple[str, ...]
+) -> dict[str, tuple[Placement, ...]]:
     """Every planned parameter's full FQN -> its placements in mesh order."""
     return {
         f"{fqn}.{path}" if fqn else path: resolve_placements(named, mesh_dims, f"{fqn}.{path}")
@@ -69,13 +73,20 @@ def _text(placement: Placement) -> str:
     return placement_to_string(placement)
 
 
-def _style(leaf: nn.Module, where: str, weight: Placement, bias: Placement | None, io: dict[str, Any]) -> ParallelStyle | None:
+def _style(
+    leaf: nn.Module, where: str, weight: Placement, bias: Placement | None, io: dict[str, Any]
+) -> ParallelStyle | None:
     """The torch style for a layer whose weight has ``weight`` placement, or None if replicated."""
     if type(weight) is Replicate:
         if bias is not None and type(bias) is not Replicate:
-            raise ApplyError(f"{where}.bias: a replicated layer cannot shard its bias ({_text(bias)})")
+            raise ApplyError(
+                f"{where}.bias: a replicated layer cannot shard its bias ({_text(bias)})"
+            )
         return None
-    kinds = {nn.Linear: (ColwiseParallel, RowwiseParallel), nn.Embedding: (RowwiseParallel, ColwiseParallel)}
+    kinds = {
+        nn.Linear: (ColwiseParallel, RowwiseParallel),
+        nn.Embedding: (RowwiseParallel, ColwiseParallel),
+    }
     styles = kinds.get(type(leaf))
     if styles is None or type(weight) is not Shard or weight.dim not in (0, 1, -1, -2):
         raise ApplyError(
@@ -96,35 +107,53 @@ def _forward_inputs(module: nn.Module) -> list[str]:
     return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def _single(contract: Mapping[str, Any] | None, mesh_dims: tuple[str, ...], where: str) -> Placement | None:
+def _single(
+    contract: Mapping[str, Any] | None, mesh_dims: tuple[str, ...], where: str
+) -> Placement | None:
     if not contract:
         return None
     if len(contract) != 1:
-        raise ApplyError(f"{where}: a layer's own contract must name exactly one tensor, got {sorted(contract)}")
+        raise ApplyError(
+            f"{where}: a layer's own contract must name exactly one tensor, got {sorted(contract)}"
+        )
     ((name, named),) = contract.items()
     return resolve_placements(named, mesh_dims, f"{where}[{name!r}]")[0]
 
 
-def _contract_style(module: nn.Module, spec: ModuleShardingSpec, mesh_dims: tuple[str, ...], where: str) -> ParallelStyle | None:
+def _contract_style(
+    module: nn.Module, spec: ModuleShardingSpec, mesh_dims: tuple[str, ...], where: str
+) -> ParallelStyle | None:
     """PrepareModuleInputOutput from a container module's in/out contracts."""
     if not (spec.in_src or spec.out_src):
         return None
     inputs = _forward_inputs(module)
     for name in (*(spec.in_src or {}), *(spec.in_dst or {})):
         if name not in inputs:
-            raise ApplyError(f"{where}: contract input {name!r} is not a parameter of forward({', '.join(inputs)})")
+            raise ApplyError(
+                f"{where}: contract input {name!r} is not a parameter of forward({', '.join(inputs)})"
+            )
 
-    def layouts(contract: Mapping[str, Any] | None, names: list[str], label: str) -> tuple[Placement | None, ...]:
+    def layouts(
+        contract: Mapping[str, Any] | None, names: list[str], label: str
+    ) -> tuple[Placement | None, ...]:
         contract = contract or {}
         return tuple(
-            resolve_placements(contract[n], mesh_dims, f"{where}.{label}[{n!r}]")[0] if n in contract else None
+            (
+                resolve_placements(contract[n], mesh_dims, f"{where}.{label}[{n!r}]")[0]
+                if n in contract
+                else None
+            )
             for n in names
         )
 
     outputs = list(spec.out_names or list(spec.out_src or {}))
-    out_src, out_dst = layouts(spec.out_src, outputs, "out_src"), layouts(spec.out_dst or spec.out_src, outputs, "out_dst")
+    out_src, out_dst = layouts(spec.out_src, outputs, "out_src"), layouts(
+        spec.out_dst or spec.out_src, outputs, "out_dst"
+    )
     if None in out_src or None in out_dst:
-        raise ApplyError(f"{where}: out_src and out_dst must name every output of out_names {outputs}")
+        raise ApplyError(
+            f"{where}: out_src and out_dst must name every output of out_names {outputs}"
+        )
     return PrepareModuleInputOutput(
         input_layouts=layouts(spec.in_src, inputs, "in_src"),
         desired_input_layouts=layouts(spec.in_dst or spec.in_src, inputs, "in_dst"),
@@ -139,7 +168,9 @@ def _divide(module: nn.Module, attrs: list[str], size: int, where: str) -> None:
     for attr in attrs:
         value = getattr(module, attr, None)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ApplyError(f"{where}.{attr}: tp_divide_attrs names {attr!r}, which is not an int attribute")
+            raise ApplyError(
+                f"{where}.{attr}: tp_divide_attrs names {attr!r}, which is not an int attribute"
+            )
         if value % size:
             raise ApplyError(f"{where}.{attr}: {value} is not divisible by the mesh size {size}")
         setattr(module, attr, value // size)
@@ -155,7 +186,9 @@ def apply_plan(model: nn.Module, plan: ShardingPlan, mesh: DeviceMesh) -> nn.Mod
         try:
             module = model.get_submodule(fqn)
         except AttributeError:
-            raise ApplyError(f"plan module {fqn!r} does not exist in {type(model).__name__}") from None
+            raise ApplyError(
+                f"plan module {fqn!r} does not exist in {type(model).__name__}"
+            ) from None
         leaves: dict[str, dict[str, Placement]] = {}
         for path, named in (spec.params or {}).items():
             where = f"{fqn}.{path}"
@@ -163,15 +196,23 @@ def apply_plan(model: nn.Module, plan: ShardingPlan, mesh: DeviceMesh) -> nn.Mod
             try:
                 param = module.get_parameter(path)
             except AttributeError:
-                raise ApplyError(f"{where}: the plan shards a parameter the model does not have") from None
+                raise ApplyError(
+                    f"{where}: the plan shards a parameter the model does not have"
+                ) from None
             placement = resolve_placements(named, mesh_dims, where)[0]
             _check_fits(placement, param, where)
             leaves.setdefault(leaf_path, {})[name] = placement
         for bias in spec._deferred_bias_params:
             leaf_path = bias.rpartition(".")[0]
             weight = leaves.get(leaf_path, {}).get("weight")
-            if not isinstance(weight, Shard) or weight.dim % 2 != 1 or not isinstance(module.get_submodule(leaf_path), nn.Linear):
-                raise ApplyError(f"{fqn}.{bias}: a deferred bias must be the bias of a row-wise Linear")
+            if (
+                not isinstance(weight, Shard)
+                or weight.dim % 2 != 1
+                or not isinstance(module.get_submodule(leaf_path), nn.Linear)
+            ):
+                raise ApplyError(
+                    f"{fqn}.{bias}: a deferred bias must be the bias of a row-wise Linear"
+                )
         for leaf_path, placed in leaves.items():
             leaf = module.get_submodule(leaf_path)
             leaf_fqn = f"{fqn}.{leaf_path}" if leaf_path else fqn

@@ -51,7 +51,12 @@ def prepare(out: Path, layers: int) -> dict[str, Any]:
     plan = tensor_parallel_plan(config)
     dump_meta(shardplan.freeze_plan(plan), out / ARTIFACT)
     torch.save(
-        {"config": asdict(config), "state_dict": model.state_dict(), "input_ids": input_ids, "expected": expected},
+        {
+            "config": asdict(config),
+            "state_dict": model.state_dict(),
+            "input_ids": input_ids,
+            "expected": expected,
+        },
         out / MODEL_FILE,
     )
     return {"modules": len(plan.modules), "parameters": sum(p.numel() for p in model.parameters())}
@@ -68,7 +73,9 @@ def worker(rank: int, port: int, out: Path) -> None:
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
     from shardplan.meta import load_meta
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE
+    )
     try:
         mesh = init_device_mesh("cpu", (WORLD_SIZE,), mesh_dim_names=("tp",))
         plan = shardplan.rebuild_plan(load_meta(out / ARTIFACT))
@@ -81,7 +88,9 @@ def worker(rank: int, port: int, out: Path) -> None:
         for name, placements in planned_placements(plan, ("tp",)).items():
             param = model.get_parameter(name)
             if not isinstance(param, DTensor):
-                if not all(type(p) is Replicate for p in placements) or not torch.equal(param, original[name]):
+                if not all(type(p) is Replicate for p in placements) or not torch.equal(
+                    param, original[name]
+                ):
                     problems.append(f"{name}: expected {placements}, got a plain tensor")
                 continue
             sharded += 1
@@ -93,7 +102,9 @@ def worker(rank: int, port: int, out: Path) -> None:
             if isinstance(placement, Shard):
                 want = torch.chunk(original[name], WORLD_SIZE, dim=placement.dim)[rank].shape
                 if param.to_local().shape != want:
-                    problems.append(f"{name}: local shard {tuple(param.to_local().shape)} != {tuple(want)}")
+                    problems.append(
+                        f"{name}: local shard {tuple(param.to_local().shape)} != {tuple(want)}"
+                    )
         with torch.no_grad():
             output = model(saved["input_ids"])
         result = {
@@ -113,12 +124,25 @@ def run(out: Path, layers: int, timeout: float) -> int:
     out.mkdir(parents=True, exist_ok=True)
     facts = prepare(out, layers)
     artifact = out / ARTIFACT
-    print(f"built a {layers}-layer Llama-style model ({facts['parameters']:,} parameters) and its tp plan ({facts['modules']} modules)")
+    print(
+        f"built a {layers}-layer Llama-style model ({facts['parameters']:,} parameters) and its tp plan ({facts['modules']} modules)"
+    )
     print(f"froze the plan with the generated code: {artifact} ({artifact.stat().st_size:,} bytes)")
     port = _free_port()
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "shardplan.demo", "--out", str(out), "--port", str(port), "--rank"]
-    print(f"started {WORLD_SIZE} CPU processes (gloo on 127.0.0.1:{port}); each rebuilds the plan and shards the model")
+    command = [
+        sys.executable,
+        "-m",
+        "shardplan.demo",
+        "--out",
+        str(out),
+        "--port",
+        str(port),
+        "--rank",
+    ]
+    print(
+        f"started {WORLD_SIZE} CPU processes (gloo on 127.0.0.1:{port}); each rebuilds the plan and shards the model"
+    )
     procs = [subprocess.Popen([*command, str(rank)], env=env) for rank in range(WORLD_SIZE)]
     deadline = time.monotonic() + timeout
     try:
@@ -126,7 +150,9 @@ def run(out: Path, layers: int, timeout: float) -> int:
     except subprocess.TimeoutExpired:
         for proc in procs:
             proc.kill()
-        print(f"demo: the ranks did not finish within {timeout:.0f} s; stopped them", file=sys.stderr)
+        print(
+            f"demo: the ranks did not finish within {timeout:.0f} s; stopped them", file=sys.stderr
+        )
         return 1
     if any(codes):
         print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
@@ -134,7 +160,9 @@ def run(out: Path, layers: int, timeout: float) -> int:
     results = [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)]
     problems = [p for r in results for p in r["problems"]]
     diff = max(r["max_abs_diff"] for r in results)
-    print(f"checked {results[0]['sharded_parameters']} sharded parameters on each rank: full_tensor() equals the original, local shards match the placements")
+    print(
+        f"checked {results[0]['sharded_parameters']} sharded parameters on each rank: full_tensor() equals the original, local shards match the placements"
+    )
     print(f"forward pass: max |sharded - unsharded| = {diff:.3e} (tolerance {TOLERANCE:g})")
     for problem in problems:
         print(f"demo: {problem}", file=sys.stderr)
@@ -146,9 +174,13 @@ def run(out: Path, layers: int, timeout: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Command line of the demo; ``--rank`` runs one worker (used by the demo itself)."""
     parser = argparse.ArgumentParser(prog="specgen demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="folder for codegen_meta.json (default: a new temporary folder)")
+    parser.add_argument(
+        "--out", type=Path, help="folder for codegen_meta.json (default: a new temporary folder)"
+    )
     parser.add_argument("--layers", type=int, default=2, help="decoder layers of the example model")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds the two ranks may take")
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds the two ranks may take"
+    )
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -14,7 +14,13 @@ from torch.distributed.tensor import Placement
 
 from shardplan.errors import FreezeError, MetaError, json_type
 from shardplan.placements import freeze_placement_table, parse_placement_table
-from shardplan.targets import TARGET_KEY, Target, check_json_value, target_from_frozen, target_of_callable
+from shardplan.targets import (
+    TARGET_KEY,
+    Target,
+    check_json_value,
+    target_from_frozen,
+    target_of_callable,
+)
 
 # ---------------------------------------------------------------- freeze: spec -> meta
 
@@ -35,7 +41,9 @@ def _freeze_strings(value: Any, path: str) -> list[str]:
         raise FreezeError(path, f"expected a list of str, got {type(value).__name__} {value!r}")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise FreezeError(f"{path}[{index}]", f"expected a str, got {type(item).__name__} {item!r}")
+            raise FreezeError(
+                f"{path}[{index}]", f"expected a str, got {type(item).__name__} {item!r}"
+            )
     return list(value)
 
 
@@ -53,7 +61,9 @@ def _check_scalar(value: Any, path: str) -> Any:
     if isinstance(value, (bool, int, float, str)):
         check_json_value(value, path)
         return value
-    raise FreezeError(path, f"expected a bool, int, float or str, got {type(value).__name__} {value!r}")
+    raise FreezeError(
+        path, f"expected a bool, int, float or str, got {type(value).__name__} {value!r}"
+    )
 
 
 def freeze_scalar(value: Any, path: str) -> Any:
@@ -81,7 +91,8 @@ def freeze_value_to_dict(value: Any, path: str) -> Any:
         return freeze_placement_table(value, path)
     if isinstance(value, Placement):
         raise FreezeError(
-            path, f"a bare placement {value!r} cannot be rebuilt; write a contract {{name: {{axis: placement}}}}"
+            path,
+            f"a bare placement {value!r} cannot be rebuilt; write a contract {{name: {{axis: placement}}}}",
         )
     if callable(value):
         return target_of_callable(value, path).to_dict()

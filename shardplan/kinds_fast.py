@@ -64,6 +64,8 @@ def freeze_scalar(value: Any, path: str) -> Any:
 def freeze_plain(value: Any, path: str) -> Any:
     """As ``kinds.freeze_plain``; a str (the common case) needs no further check."""
     return value if type(value) is str else kinds.freeze_plain(value, path)
+
+
 _PARTIAL_TEXT = {op: f"P({op})" for op in REDUCE_OPS}
 _REPLICATE_TEXT = "R"
 

@@ -61,7 +61,9 @@ def check_meta(meta: CodegenMeta) -> None:
     for index, pair in enumerate(meta.tied_pairs):
         _expect_strings(pair, f"tied_pairs[{index}]")
         if len(pair) != 2:
-            raise MetaError(f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(pair)} items")
+            raise MetaError(
+                f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(pair)} items"
+            )
     _expect_strings(meta.frozen_sharded_params, "frozen_sharded_params")
     _expect(meta.parallel_dims, dict, "parallel_dims")
     for flag in ("sequence_parallel", "loss_parallel"):

@@ -72,7 +72,8 @@ def parse_placement(text: object, path: str = "placement") -> Placement:
     """Parse one placement text, or raise MetaError naming ``path``."""
     if not isinstance(text, str):
         raise MetaError(
-            path, f"cannot parse placement {text!r}: expected a string, got {json_type(text)}; {EXPECTED_FORMS}"
+            path,
+            f"cannot parse placement {text!r}: expected a string, got {json_type(text)}; {EXPECTED_FORMS}",
         )
     if text == "R":
         return Replicate()
@@ -92,7 +93,10 @@ def parse_placement(text: object, path: str = "placement") -> Placement:
             f"(known: {', '.join(REDUCE_OPS)}); {EXPECTED_FORMS}",
         )
     if _LOW_FACTOR_RE.fullmatch(text):
-        raise MetaError(path, f"cannot parse placement {text!r}: the split factor must be >= 1; {EXPECTED_FORMS}")
+        raise MetaError(
+            path,
+            f"cannot parse placement {text!r}: the split factor must be >= 1; {EXPECTED_FORMS}",
+        )
     raise MetaError(path, f"cannot parse placement {text!r}: {EXPECTED_FORMS}")
 
 
@@ -145,7 +149,9 @@ def parse_named_placement(obj: object, path: str) -> dict[str, Placement]:
 def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placement]]:
     """``{name: {axis: text}}`` -> ``{name: {axis: placement}}``; ``{}`` stays ``{}``."""
     if not isinstance(obj, dict):
-        raise MetaError(path, f"expected an object of name -> {{axis: placement}}, got {json_type(obj)}")
+        raise MetaError(
+            path, f"expected an object of name -> {{axis: placement}}, got {json_type(obj)}"
+        )
     parsed: dict[str, dict[str, Placement]] = {}
     for name, named in obj.items():
         _check_key(name, path)

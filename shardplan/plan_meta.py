@@ -109,7 +109,9 @@ def index_rules(
             raise MetaError(match_path, f"no param_plan entry for {fqn!r}; every rule needs one")
         if fqn in rules:
             first = rules[fqn][0]
-            raise MetaError(match_path, f"a second rule for {fqn!r}; the first is {rule_path(first)}")
+            raise MetaError(
+                match_path, f"a second rule for {fqn!r}; the first is {rule_path(first)}"
+            )
         if strict:
             check_keys(rule, (MATCH_KEY, *known), path)
         rules[fqn] = (index, rule)

@@ -26,7 +26,9 @@ from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS, SpecField
 
 
-def _freeze_fields(spec: ModuleShardingSpec, fields: tuple[SpecField, ...], path: str) -> dict[str, Any]:
+def _freeze_fields(
+    spec: ModuleShardingSpec, fields: tuple[SpecField, ...], path: str
+) -> dict[str, Any]:
     frozen: dict[str, Any] = {}
     for spec_field in fields:
         write_when, convert = FREEZE_KINDS[spec_field.freeze]
@@ -59,7 +61,9 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     return meta_for_plan(plan, freeze_param_plan(plan), freeze_injections(plan))
 
 
-def _rebuild_fields(obj: dict[str, Any], fields: tuple[SpecField, ...], path: str) -> dict[str, Any]:
+def _rebuild_fields(
+    obj: dict[str, Any], fields: tuple[SpecField, ...], path: str
+) -> dict[str, Any]:
     return {
         spec_field.name: REBUILD_KINDS[spec_field.rebuild](
             obj.get(spec_field.key), field_path(path, spec_field.key)
@@ -84,7 +88,9 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
         index, rule = rules.get(fqn, (-1, {}))
         values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index)))
         post_init = {
-            f.name: values.pop(f.name) for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS) if f.post_init
+            f.name: values.pop(f.name)
+            for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
+            if f.post_init
         }
         spec = ModuleShardingSpec(**values)
         for name, value in post_init.items():

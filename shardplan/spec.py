@@ -40,7 +40,9 @@ class ModuleShardingSpec:
     is_boundary: bool = True
     region_dispatch: bool | None = None
     # Post-construction state: set by the planner (or the rebuild) after __init__.
-    _deferred_bias_params: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    _deferred_bias_params: tuple[str, ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
     skip_source_lowering: int | None = None
     # injections group
     inner_wrapper: Injected | None = None

@@ -57,11 +57,19 @@ SPEC_FIELDS: tuple[SpecField, ...] = (
     SpecField(
         "skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN, "int_truthy", "opt_scalar"
     ),
-    SpecField("inner_wrapper", "inner_wrapper", GROUP_INJECTIONS, "value_to_dict", "injection_target"),
-    SpecField("inner_target", "inner_target", GROUP_INJECTIONS, "plain", "opt_scalar"),
-    SpecField("inner_out_src", "inner_out_src", GROUP_INJECTIONS, "value_to_dict", "injection_target"),
     SpecField(
-        "local_compute_fn", "local_compute_fn", GROUP_INJECTIONS, "value_to_dict", "injection_target"
+        "inner_wrapper", "inner_wrapper", GROUP_INJECTIONS, "value_to_dict", "injection_target"
+    ),
+    SpecField("inner_target", "inner_target", GROUP_INJECTIONS, "plain", "opt_scalar"),
+    SpecField(
+        "inner_out_src", "inner_out_src", GROUP_INJECTIONS, "value_to_dict", "injection_target"
+    ),
+    SpecField(
+        "local_compute_fn",
+        "local_compute_fn",
+        GROUP_INJECTIONS,
+        "value_to_dict",
+        "injection_target",
     ),
     SpecField("_ep_stack", "ep_stack", GROUP_INJECTIONS, "dict_copy", "dict_copy"),
     SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy"),
@@ -73,7 +81,9 @@ SPEC_FIELDS: tuple[SpecField, ...] = (
 )
 
 
-def fields_for_group(group: str, fields: tuple[SpecField, ...] = SPEC_FIELDS) -> tuple[SpecField, ...]:
+def fields_for_group(
+    group: str, fields: tuple[SpecField, ...] = SPEC_FIELDS
+) -> tuple[SpecField, ...]:
     """Return the rows of ``group``, in table order."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}; known groups: {', '.join(GROUPS)}")

@@ -118,7 +118,8 @@ def target_of_callable(fn: Callable[..., Any], path: str) -> Target:
         found = getattr(found, attr, None)
     if owner is None or found is not fn:
         raise FreezeError(
-            path, f"{dotted} does not import back to {fn!r}; pass a Target naming a module-level callable"
+            path,
+            f"{dotted} does not import back to {fn!r}; pass a Target naming a module-level callable",
         )
     return Target(dotted)
 
@@ -150,6 +151,7 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     dotted = data[TARGET_KEY]
     if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
         raise MetaError(
-            key_path(path, TARGET_KEY), f"expected a dotted import path such as 'pkg.mod.fn', got {dotted!r}"
+            key_path(path, TARGET_KEY),
+            f"expected a dotted import path such as 'pkg.mod.fn', got {dotted!r}",
         )
     return Target.from_dict(data)

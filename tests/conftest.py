@@ -14,8 +14,12 @@ from hypothesis import HealthCheck, settings
 # Example counts: `ci` (the default, what `make test` runs) and `fuzz` (`make fuzz`).
 # Tests scale their own counts from `max_examples` (see tests/test_fidelity.py).
 _SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("ci", max_examples=2_000, deadline=None, suppress_health_check=_SLOW_DRAWS)
-settings.register_profile("fuzz", max_examples=50_000, deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.register_profile(
+    "ci", max_examples=2_000, deadline=None, suppress_health_check=_SLOW_DRAWS
+)
+settings.register_profile(
+    "fuzz", max_examples=50_000, deadline=None, suppress_health_check=_SLOW_DRAWS
+)
 settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=_SLOW_DRAWS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
@@ -31,7 +35,9 @@ def copy_repo(destination: Path) -> Path:
     for name in COPIED:
         source = REPO / name
         if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                source, destination / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
         else:
             shutil.copy2(source, destination / name)
     return destination
@@ -43,7 +49,9 @@ def repo_copy(tmp_path: Path) -> Path:
     return copy_repo(tmp_path / "repo")
 
 
-def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_in(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``python args...`` with ``root`` as the working folder and first on the path."""
     environ = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
     return subprocess.run(
@@ -51,7 +59,9 @@ def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subproc
     )
 
 
-def run_specgen(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_specgen(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the generator's command line in ``root``."""
     return run_in(root, "-m", "generator", "--root", str(root), *args, env=env)
 

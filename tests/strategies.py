@@ -54,9 +54,7 @@ names = st.one_of(
 def named_placements(draw: st.DrawFn) -> dict[Any, Any]:
     """``{axis: placement}`` with each axis once, keyed by a str or by its Enum member."""
     axes = draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))
-    return {
-        (MeshAxis(axis) if draw(st.booleans()) else axis): draw(placements) for axis in axes
-    }
+    return {(MeshAxis(axis) if draw(st.booleans()) else axis): draw(placements) for axis in axes}
 
 
 placement_tables = st.dictionaries(names, named_placements(), max_size=4)
@@ -147,7 +145,13 @@ UNFREEZABLE = {
     "tp_divide_attrs": ["num_heads", {"a": 1}],
     "is_boundary": [[True], object()],
     "skip_source_lowering": [True, 1.5, "1"],
-    "inner_wrapper": [lambda: 0, Target("json.dumps", shape=(1, 2)), Shard(0), 3.5, {"_target_": {"tp": Shard(0)}}],
+    "inner_wrapper": [
+        lambda: 0,
+        Target("json.dumps", shape=(1, 2)),
+        Shard(0),
+        3.5,
+        {"_target_": {"tp": Shard(0)}},
+    ],
     "inner_target": [["self"], float("nan")],
     "local_compute_fn": [lambda x: x, [Target("json.dumps")]],
     "_ep_stack": [[1, 2], {"k": (1, 2)}, {1: "a"}],
@@ -217,7 +221,9 @@ def malformed_meta_documents(draw: st.DrawFn, bases: st.SearchStrategy[Any] | No
         for step in trail:
             parent = parent[step]
         if isinstance(parent, dict):
-            parent[draw(st.sampled_from(["bogus", "Params", "match", "_target_", "ep_size"]))] = draw(json_values)
+            parent[draw(st.sampled_from(["bogus", "Params", "match", "_target_", "ep_size"]))] = (
+                draw(json_values)
+            )
         return document
     rules = document["injections"]
     if defect == "rule" and rules:
@@ -254,7 +260,9 @@ def _random_table(rng: Any) -> dict[Any, Any]:
     table = {}
     for name in rng.sample(_NAME_POOL, rng.randrange(4)):
         axes = rng.sample(AXES, rng.randrange(5))
-        table[name] = {(MeshAxis(a) if rng.random() < 0.5 else a): _random_placement(rng) for a in axes}
+        table[name] = {
+            (MeshAxis(a) if rng.random() < 0.5 else a): _random_placement(rng) for a in axes
+        }
     return table
 
 
@@ -266,7 +274,10 @@ def _random_names(rng: Any) -> Any:
 def _random_injected(rng: Any) -> Any:
     choice = rng.randrange(4)
     if choice == 0:
-        kwargs = {k: rng.choice(_JSON_POOL) for k in rng.sample(["ring", "use_grouped_gemm", "k"], rng.randrange(3))}
+        kwargs = {
+            k: rng.choice(_JSON_POOL)
+            for k in rng.sample(["ring", "use_grouped_gemm", "k"], rng.randrange(3))
+        }
         return Target(rng.choice(TARGET_PATHS), **kwargs)
     if choice == 1:
         return rng.choice([json.dumps, json.loads, math.sqrt])
@@ -310,9 +321,13 @@ def random_plan(seed: int) -> ShardingPlan:
     fqns = rng.sample(_NAME_POOL + ["model.layers.0.mlp", "lm_head"], rng.randrange(5))
     return ShardingPlan(
         modules={fqn: random_spec(rng) for fqn in fqns},
-        special_handlers={k: rng.choice(_NAME_POOL) for k in rng.sample(_NAME_POOL, rng.randrange(3))},
+        special_handlers={
+            k: rng.choice(_NAME_POOL) for k in rng.sample(_NAME_POOL, rng.randrange(3))
+        },
         mesh_dim_names=tuple(rng.sample(AXES, rng.randrange(5))),
-        tied_pairs=[(rng.choice(_NAME_POOL), rng.choice(_NAME_POOL)) for _ in range(rng.randrange(3))],
+        tied_pairs=[
+            (rng.choice(_NAME_POOL), rng.choice(_NAME_POOL)) for _ in range(rng.randrange(3))
+        ],
         sequence_parallel=rng.random() < 0.5,
         loss_parallel=rng.random() < 0.5,
     )

@@ -95,8 +95,12 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))
     added = [line[1:] for line in diff if line.startswith("+") and not line.startswith("+++")]
     removed = [line[1:] for line in diff if line.startswith("-") and not line.startswith("---")]
-    assert [line for line in removed if line.startswith(DIGEST_PREFIXES[0])], "table digest unchanged"
-    assert [line for line in added if line.startswith("TABLE_SHA256 = ")], "guard constant unchanged"
+    assert [
+        line for line in removed if line.startswith(DIGEST_PREFIXES[0])
+    ], "table digest unchanged"
+    assert [
+        line for line in added if line.startswith("TABLE_SHA256 = ")
+    ], "guard constant unchanged"
     return (
         [line for line in added if not line.startswith(DIGEST_PREFIXES)],
         [line for line in removed if not line.startswith(DIGEST_PREFIXES)],
@@ -142,7 +146,9 @@ print(json.dumps({{
 """
 
 
-def _regenerate_after_check_fails(root: Path, new: NewField) -> dict[str, tuple[list[str], list[str]]]:
+def _regenerate_after_check_fails(
+    root: Path, new: NewField
+) -> dict[str, tuple[list[str], list[str]]]:
     """Add the field and row, see --check fail, regenerate, see --check pass.
 
     Returns each generated module's (added, removed) lines.
@@ -199,17 +205,24 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     assert removed == []
     assert added == GRAD_SCALE_FREEZE_BLOCK
     skip_line = '            entry["skip_source_lowering"] = freeze_int_truthy(value, path + ".skip_source_lowering")'
-    assert "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
+    assert (
+        "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
+    )
 
     added, removed = changes["rebuild.py"]
     assert removed == []
     assert "        # grad_scale: opt_scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     assert "            grad_scale=grad_scale," in added
-    assert any(line.startswith("        grad_scale = None if value is None else rebuild_opt_scalar(") for line in added)
+    assert any(
+        line.startswith("        grad_scale = None if value is None else rebuild_opt_scalar(")
+        for line in added
+    )
 
 
-def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(repo_copy: Path) -> None:
+def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
+    repo_copy: Path,
+) -> None:
     _add_field_and_regenerate(repo_copy, GRAD_SCALE)
     fqn = "model.layers.0.mlp"
     outcome = _round_trip(
@@ -221,7 +234,12 @@ def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(re
     assert outcome["rebuilt"] == {fqn: "0.5", "model.head": "None"}
     param_plan, injections = outcome["frozen"]
     # Table order, not alphabetical: grad_scale sorts before skip_source_lowering.
-    assert list(param_plan[fqn]) == ["out_names", "is_boundary", "skip_source_lowering", "grad_scale"]
+    assert list(param_plan[fqn]) == [
+        "out_names",
+        "is_boundary",
+        "skip_source_lowering",
+        "grad_scale",
+    ]
     assert param_plan[fqn]["grad_scale"] == 0.5
     assert "grad_scale" not in param_plan["model.head"]  # None is not written
     assert injections == []
@@ -270,7 +288,10 @@ def test_new_injection_field_freezes_a_target_into_a_rule_and_rebuilds_an_equal_
         {"match": "model.a", "post_hook": {"_target_": "json.dumps", "indent": 2}},
         {"match": "model.b", "ep_size": 4, "post_hook": {"_target_": "json.dumps"}},
     ]
-    assert [list(rule) for rule in injections] == [["match", "post_hook"], ["match", "ep_size", "post_hook"]]
+    assert [list(rule) for rule in injections] == [
+        ["match", "post_hook"],
+        ["match", "ep_size", "post_hook"],
+    ]
     assert outcome["rebuilt"] == {
         "model.a": "Target('json.dumps', indent=2)",
         "model.b": "Target('json.dumps')",
@@ -291,7 +312,9 @@ def test_dataclass_field_without_a_row_exits_2_naming_it_and_touches_nothing(
     result = run_specgen(repo_copy, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("specgen: ")
-    assert "field 'grad_scale' of shardplan.spec:ModuleShardingSpec has no table row" in result.stderr
+    assert (
+        "field 'grad_scale' of shardplan.spec:ModuleShardingSpec has no table row" in result.stderr
+    )
     assert "Add a SpecField row for it to shardplan/spec_fields.py" in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before

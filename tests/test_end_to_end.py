@@ -35,7 +35,11 @@ def test_demo_shards_on_two_processes_and_matches_the_unsharded_model(tmp_path: 
     plan = shardplan.rebuild_plan(load_meta(artifact))
     # Every parameter of a sharded layer is a DTensor (a row-wise bias too, replicated).
     placements = planned_placements(plan, ("tp",))
-    sharded_layers = {n.rpartition(".")[0] for n, p in placements.items() if n.endswith(".weight") and p != (Replicate(),)}
+    sharded_layers = {
+        n.rpartition(".")[0]
+        for n, p in placements.items()
+        if n.endswith(".weight") and p != (Replicate(),)
+    }
     expected = sum(1 for name in placements if name.rpartition(".")[0] in sharded_layers)
     for rank in range(2):
         report = json.loads((tmp_path / f"rank{rank}.json").read_text())
@@ -44,9 +48,15 @@ def test_demo_shards_on_two_processes_and_matches_the_unsharded_model(tmp_path: 
 
 
 def test_placements_resolve_in_mesh_order_with_missing_axes_replicated() -> None:
-    assert resolve_placements({"tp": Shard(0)}, ("dp", "tp", "cp"), "w") == (Replicate(), Shard(0), Replicate())
+    assert resolve_placements({"tp": Shard(0)}, ("dp", "tp", "cp"), "w") == (
+        Replicate(),
+        Shard(0),
+        Replicate(),
+    )
     assert resolve_placements({"ep": Replicate()}, ("tp",), "w") == (Replicate(),)
-    with pytest.raises(ApplyError, match=r"w: mesh axis 'ep' is not a dimension of the mesh \(tp\)"):
+    with pytest.raises(
+        ApplyError, match=r"w: mesh axis 'ep' is not a dimension of the mesh \(tp\)"
+    ):
         resolve_placements({"ep": Shard(0)}, ("tp",), "w")
 
 
@@ -60,7 +70,9 @@ def mesh() -> Iterator[DeviceMesh]:
         dist.destroy_process_group()
 
 
-def test_apply_on_one_process_shards_every_planned_layer_and_keeps_outputs(mesh: DeviceMesh) -> None:
+def test_apply_on_one_process_shards_every_planned_layer_and_keeps_outputs(
+    mesh: DeviceMesh,
+) -> None:
     torch.manual_seed(0)
     model = LlamaForCausalLM(CONFIG).eval()
     ids = torch.randint(0, CONFIG.vocab_size, (1, 8))
@@ -83,7 +95,10 @@ def _plan_with(fqn: str, **spec_fields: object) -> ShardingPlan:
 
 BAD_PLANS = {
     "parameter that does not exist": (
-        _plan_with("model.layers.0.mlp", params={"gate_proj.weight": {"tp": Shard(0)}, "gate_proj.bias": {"tp": Shard(0)}}),
+        _plan_with(
+            "model.layers.0.mlp",
+            params={"gate_proj.weight": {"tp": Shard(0)}, "gate_proj.bias": {"tp": Shard(0)}},
+        ),
         "model.layers.0.mlp.gate_proj.bias: the plan shards a parameter the model does not have",
     ),
     "placement that does not fit": (

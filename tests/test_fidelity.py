@@ -59,8 +59,12 @@ def plan_state(plan: ShardingPlan) -> Any:
 
 
 def rebuild_both(meta: CodegenMeta, strict: bool = True) -> tuple[Any, Any]:
-    generated = outcome(lambda: plan_state(gen_rebuild.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError)
-    expected = outcome(lambda: plan_state(reference.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError)
+    generated = outcome(
+        lambda: plan_state(gen_rebuild.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
+    )
+    expected = outcome(
+        lambda: plan_state(reference.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
+    )
     return generated, expected
 
 
@@ -76,7 +80,9 @@ def test_generated_freeze_equals_reference_with_key_order(plan: ShardingPlan) ->
 
 @settings(max_examples=max(settings().max_examples // 4, 500))
 @given(strategies.unfreezable_plans())
-def test_generated_freeze_refuses_what_reference_refuses_at_the_same_path(plan: ShardingPlan) -> None:
+def test_generated_freeze_refuses_what_reference_refuses_at_the_same_path(
+    plan: ShardingPlan,
+) -> None:
     """A value freeze cannot write raises FreezeError with the same path in both."""
     for name in ("freeze_param_plan", "freeze_injections"):
         generated = outcome(lambda: ordered(getattr(gen_freeze, name)(plan)), FreezeError)
@@ -122,9 +128,13 @@ def test_a_read_artifact_refreezes_to_the_same_entries_and_rules(document: dict[
     equal per module; only the order of rules follows the artifact's sorted module order."""
     meta = meta_from_json(json.dumps(document, indent=2, sort_keys=True))
     again = shardplan.freeze_plan(shardplan.rebuild_plan(meta))
-    assert json.dumps(again.param_plan, sort_keys=True) == json.dumps(meta.param_plan, sort_keys=True)
+    assert json.dumps(again.param_plan, sort_keys=True) == json.dumps(
+        meta.param_plan, sort_keys=True
+    )
     assert {r["match"]: r for r in again.injections} == {r["match"]: r for r in meta.injections}
-    assert [r["match"] for r in again.injections] == [m for m in meta.param_plan if m in {r["match"] for r in meta.injections}]
+    assert [r["match"] for r in again.injections] == [
+        m for m in meta.param_plan if m in {r["match"] for r in meta.injections}
+    ]
 
 
 def _axis(key: Any) -> str:
@@ -182,7 +192,10 @@ def test_rebuild_of_freeze_restores_every_frozen_field(plan: ShardingPlan) -> No
     assert rebuilt.special_handlers == plan.special_handlers
     assert rebuilt.mesh_dim_names == plan.mesh_dim_names
     assert rebuilt.tied_pairs == plan.tied_pairs
-    assert (rebuilt.sequence_parallel, rebuilt.loss_parallel) == (plan.sequence_parallel, plan.loss_parallel)
+    assert (rebuilt.sequence_parallel, rebuilt.loss_parallel) == (
+        plan.sequence_parallel,
+        plan.loss_parallel,
+    )
 
 
 # ------------------------------------------------------------------ the artifact reader
@@ -197,19 +210,23 @@ def resolves(document: Any, path: str) -> bool:
         return True
     if not match or not isinstance(document, dict) or match[0] not in document:
         return False
-    node, rest = document[match[0]], path[match.end():]
+    node, rest = document[match[0]], path[match.end() :]
     while rest:
         token = PATH_TOKEN.match(rest)
         if token is None:
             return False
-        key: Any = token[1] if token[1] is not None else (int(token[2]) if token[2] else json.loads(token[3]))
+        key: Any = (
+            token[1]
+            if token[1] is not None
+            else (int(token[2]) if token[2] else json.loads(token[3]))
+        )
         if isinstance(node, dict) and isinstance(key, str) and key in node:
             node = node[key]
         elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
             node = node[key]
         else:
             return False
-        rest = rest[token.end():]
+        rest = rest[token.end() :]
     return True
 
 
@@ -233,7 +250,11 @@ def damaged_texts(draw: st.DrawFn) -> str:
         return json.dumps(draw(strategies.malformed_meta_documents(BASE_DOCUMENTS)))
     text = json.dumps(draw(BASE_DOCUMENTS))
     cut = draw(st.integers(0, len(text)))
-    return text[:cut] + draw(st.sampled_from(["", "}", "]", ",", '"', "NaN", "\x00", "é"])) + text[cut + 1 :]
+    return (
+        text[:cut]
+        + draw(st.sampled_from(["", "}", "]", ",", '"', "NaN", "\x00", "é"]))
+        + text[cut + 1 :]
+    )
 
 
 @settings(max_examples=max(settings().max_examples, 10_000))
@@ -286,10 +307,19 @@ def test_real_artifact_plan_level_fields_survive_freeze_plan_and_rebuild_plan(
     fixture_meta: CodegenMeta,
 ) -> None:
     plan = shardplan.rebuild_plan(fixture_meta)
-    assert (plan.mesh_dim_names, plan.loss_parallel, plan.sequence_parallel) == (("cp", "tp"), True, True)
+    assert (plan.mesh_dim_names, plan.loss_parallel, plan.sequence_parallel) == (
+        ("cp", "tp"),
+        True,
+        True,
+    )
     again = shardplan.freeze_plan(plan)
     for name in ("special_handlers", "mesh_dim_names", "tied_pairs", "frozen_sharded_params"):
         assert getattr(again, name) == getattr(fixture_meta, name), name
-    handlers = ShardingPlan(special_handlers={"lm_head": "pkg.loss.vocab_parallel"}, tied_pairs=[("a.w", "b.w")])
+    handlers = ShardingPlan(
+        special_handlers={"lm_head": "pkg.loss.vocab_parallel"}, tied_pairs=[("a.w", "b.w")]
+    )
     back = shardplan.rebuild_plan(shardplan.freeze_plan(handlers))
-    assert (back.special_handlers, back.tied_pairs) == (handlers.special_handlers, handlers.tied_pairs)
+    assert (back.special_handlers, back.tied_pairs) == (
+        handlers.special_handlers,
+        handlers.tied_pairs,
+    )

@@ -28,8 +28,10 @@ def test_generated_code_matches_the_table_and_templates() -> None:
 
 
 def test_output_is_byte_identical_across_hash_seeds(repo_copy: Path) -> None:
-    dump = "import json; from pathlib import Path; from generator.config import load_config; " \
+    dump = (
+        "import json; from pathlib import Path; from generator.config import load_config; "
         "from generator.pipeline import generate; print(json.dumps(generate(load_config(Path.cwd()))))"
+    )
     outputs = {
         seed: run_in(repo_copy, "-c", dump, env={"PYTHONHASHSEED": seed}).stdout
         for seed in ("0", "1", "4242", "random")
@@ -83,10 +85,15 @@ def _table(old: str, new: str) -> Edit:
 
 
 def _add_row(row: str) -> Edit:
-    return _table('    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n', f"    {row},\n" + '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n')
+    return _table(
+        '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n',
+        f"    {row},\n" + '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n',
+    )
 
 
-TP_DIVIDE = 'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list")'
+TP_DIVIDE = (
+    'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list")'
+)
 
 BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "unknown freeze kind": (
@@ -98,7 +105,9 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "unknown rebuild kind 'atr_list'",
     ),
     "duplicate name": (
-        _add_row('SpecField("params", "params_again", GROUP_PARAM_PLAN, "placement_map", "placement_map")'),
+        _add_row(
+            'SpecField("params", "params_again", GROUP_PARAM_PLAN, "placement_map", "placement_map")'
+        ),
         "name 'params' already has row 1",
     ),
     "duplicate key": (
@@ -126,11 +135,17 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "name 'path' would shadow a local of the generated code",
     ),
     "exempt row with a key": (
-        _table('SpecField("_is_terminal", "", GROUP_EXEMPT)', 'SpecField("_is_terminal", "terminal", GROUP_EXEMPT)'),
+        _table(
+            'SpecField("_is_terminal", "", GROUP_EXEMPT)',
+            'SpecField("_is_terminal", "terminal", GROUP_EXEMPT)',
+        ),
         "table row 19 (_is_terminal): an exempt row never crosses the artifact",
     ),
     "exempt row with kinds": (
-        _table('SpecField("_needs_cp_attn", "", GROUP_EXEMPT)', 'SpecField("_needs_cp_attn", "", GROUP_EXEMPT, "scalar")'),
+        _table(
+            'SpecField("_needs_cp_attn", "", GROUP_EXEMPT)',
+            'SpecField("_needs_cp_attn", "", GROUP_EXEMPT, "scalar")',
+        ),
         "table row 20 (_needs_cp_attn): an exempt row never crosses the artifact",
     ),
     "post_init flag missing for an init=False field": (
@@ -138,11 +153,16 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "table row 10 (_deferred_bias_params): post_init=False but the dataclass field has init=False",
     ),
     "post_init flag on an init field": (
-        _table('"placement_map", "placement_map")', '"placement_map", "placement_map", post_init=True)'),
+        _table(
+            '"placement_map", "placement_map")', '"placement_map", "placement_map", post_init=True)'
+        ),
         "table row 1 (params): post_init=True but the dataclass field has init=True",
     ),
     "unknown group": (
-        _table('SpecField("in_src", "in_src", GROUP_PARAM_PLAN', 'SpecField("in_src", "in_src", "param_plans"'),
+        _table(
+            'SpecField("in_src", "in_src", GROUP_PARAM_PLAN',
+            'SpecField("in_src", "in_src", "param_plans"',
+        ),
         "unknown group 'param_plans'.\n  Known groups: param_plan, injections, exempt. Did you mean 'param_plan'?",
     ),
     "crossing row without a key": (
@@ -150,7 +170,10 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "table row 6 (out_names): a param_plan row needs the key",
     ),
     "table that is not a tuple": (
-        _table("if f.group != GROUP_EXEMPT)\n", "if f.group != GROUP_EXEMPT)\nSPEC_FIELDS = None  # type: ignore\n"),
+        _table(
+            "if f.group != GROUP_EXEMPT)\n",
+            "if f.group != GROUP_EXEMPT)\nSPEC_FIELDS = None  # type: ignore\n",
+        ),
         "shardplan.spec_fields:SPEC_FIELDS must be a tuple of SpecField rows",
     ),
     "table module that does not import": (
@@ -158,7 +181,9 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "cannot import the table module 'shardplan.spec_fields'",
     ),
     "template with an undefined name": (
-        _replace("templates/freeze.py.j2", "{{ table_sha256 | pyrepr }}", "{{ table_sha | pyrepr }}"),
+        _replace(
+            "templates/freeze.py.j2", "{{ table_sha256 | pyrepr }}", "{{ table_sha | pyrepr }}"
+        ),
         "templates/freeze.py.j2:21: 'table_sha' is undefined",
     ),
     "template rendering invalid Python": (
@@ -190,12 +215,17 @@ def test_bad_table_reports_every_problem_at_once(repo_copy: Path) -> None:
     BAD_INPUTS["duplicate key"][0](repo_copy)
     result = run_specgen(repo_copy, "--check")
     assert result.returncode == 2
-    assert "unknown freeze kind 'attr_lst'" in result.stderr and "key 'in_src' is already used" in result.stderr
+    assert (
+        "unknown freeze kind 'attr_lst'" in result.stderr
+        and "key 'in_src' is already used" in result.stderr
+    )
 
 
 def test_a_black_other_than_the_pinned_one_is_named_not_diffed() -> None:
     config = dataclasses.replace(load_config(REPO), black_pin="0.0.1")
-    with pytest.raises(GeneratorError, match=r"black 26\.10\.1 is installed, but .* pinned black 0\.0\.1"):
+    with pytest.raises(
+        GeneratorError, match=r"black 26\.10\.1 is installed, but .* pinned black 0\.0\.1"
+    ):
         check_formatter(config)
 
 
@@ -244,14 +274,20 @@ def test_table_edit_without_regeneration_fails_check_naming_the_files(repo_copy:
     result = run_specgen(repo_copy, "--check")
     assert result.returncode == 1
     assert '+            entry["output_names"] = freeze_name_list(' in result.stdout
-    assert "generated/freeze.py is stale" in result.stderr and "generated/rebuild.py is stale" in result.stderr
+    assert (
+        "generated/freeze.py is stale" in result.stderr
+        and "generated/rebuild.py is stale" in result.stderr
+    )
 
 
 def test_stale_generated_module_refuses_to_import(repo_copy: Path) -> None:
     _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
     result = run_in(repo_copy, "-c", "import generated.rebuild")
     assert result.returncode == 1
-    assert "StaleGeneratedCode: generated/rebuild.py is stale: the field table changed" in result.stderr
+    assert (
+        "StaleGeneratedCode: generated/rebuild.py is stale: the field table changed"
+        in result.stderr
+    )
     assert "Run `make codegen` and commit generated/." in result.stderr
 
 
@@ -259,7 +295,9 @@ def test_codegen_and_check_never_import_torch(repo_copy: Path) -> None:
     for args in ((), ("--check",)):
         result = run_in(repo_copy, "-X", "importtime", "-m", "generator", *args)
         assert result.returncode == 0, result.stderr
-        imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+        imported = [
+            line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line
+        ]
         assert "black" in imported and not [name for name in imported if name.startswith("torch")]
 
 
@@ -268,8 +306,15 @@ def test_table_command_prints_every_row() -> None:
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["#", "name", "key", "group", "freeze", "rebuild", "post_init"]
-    assert lines[11].split() == ["10", "_deferred_bias_params", "deferred_bias_params", "param_plan",
-                                 "name_list", "tuple_empty", "yes"]
+    assert lines[11].split() == [
+        "10",
+        "_deferred_bias_params",
+        "deferred_bias_params",
+        "param_plan",
+        "name_list",
+        "tuple_empty",
+        "yes",
+    ]
     assert sum(1 for line in lines if re.match(r"\d+ ", line)) == 22
 
 

@@ -25,7 +25,8 @@ def importtime_lines(statement: str) -> list[str]:
 def test_importtime_reports_the_modules_it_imports() -> None:
     # Proves the probe sees imports at all; otherwise "no torch line" would prove nothing.
     imported = {
-        line.rsplit("|", 1)[-1].strip() for line in importtime_lines(f"import {', '.join(CHEAP_MODULES)}")
+        line.rsplit("|", 1)[-1].strip()
+        for line in importtime_lines(f"import {', '.join(CHEAP_MODULES)}")
     }
     assert set(CHEAP_MODULES) <= imported
 

@@ -138,7 +138,9 @@ def full_spec() -> ModuleShardingSpec:
     ],
     ids=case_id,
 )
-def test_param_plan_field_is_written_exactly_when_its_kind_says(name: str, value: Any, written: Any) -> None:
+def test_param_plan_field_is_written_exactly_when_its_kind_says(
+    name: str, value: Any, written: Any
+) -> None:
     entry = frozen_entry(**{name: value})
     key = KEY_OF[name]
     if written is ABSENT:
@@ -164,7 +166,11 @@ def test_default_spec_writes_only_is_boundary() -> None:
         ("inner_out_src", {"out": {"tp": Shard(0)}}, {"out": {"tp": "S(0)"}}),
         ("inner_out_src", "registry_name", "registry_name"),
         ("local_compute_fn", None, ABSENT),
-        ("local_compute_fn", module_level_compute, {"_target_": f"{__name__}.module_level_compute"}),
+        (
+            "local_compute_fn",
+            module_level_compute,
+            {"_target_": f"{__name__}.module_level_compute"},
+        ),
         ("_ep_stack", {}, ABSENT),
         ("_ep_stack", {"experts": [1, 2]}, {"experts": [1, 2]}),
         ("_ep_size", 0, ABSENT),
@@ -172,7 +178,9 @@ def test_default_spec_writes_only_is_boundary() -> None:
     ],
     ids=case_id,
 )
-def test_injection_rule_is_written_exactly_when_a_key_is(name: str, value: Any, written: Any) -> None:
+def test_injection_rule_is_written_exactly_when_a_key_is(
+    name: str, value: Any, written: Any
+) -> None:
     rules = frozen_rules(**{name: value})
     if written is ABSENT:
         assert rules == []
@@ -273,9 +281,19 @@ def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
     ("key", "meta_value", "name", "expected"),
     [
         ("params", {}, "params", {}),
-        ("params", {"w": {"tp": "S(-1)", "ep": "R"}}, "params", {"w": {"tp": Shard(-1), "ep": Replicate()}}),
+        (
+            "params",
+            {"w": {"tp": "S(-1)", "ep": "R"}},
+            "params",
+            {"w": {"tp": Shard(-1), "ep": Replicate()}},
+        ),
         ("in_src", {}, "in_src", {}),
-        ("in_dst", {"x": {"tp": "SS(0,2)"}}, "in_dst", {"x": {"tp": _StridedShard(0, split_factor=2)}}),
+        (
+            "in_dst",
+            {"x": {"tp": "SS(0,2)"}},
+            "in_dst",
+            {"x": {"tp": _StridedShard(0, split_factor=2)}},
+        ),
         ("out_src", {"o": {"tp": "P(sum)"}}, "out_src", {"o": {"tp": Partial("sum")}}),
         ("out_dst", {"o": {}}, "out_dst", {"o": {}}),
         ("out_names", [], "out_names", []),
@@ -286,7 +304,12 @@ def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
         ("deferred_bias_params", ["bias"], "_deferred_bias_params", ("bias",)),
         ("deferred_bias_params", [], "_deferred_bias_params", ()),
         ("skip_source_lowering", 2, "skip_source_lowering", 2),
-        ("inner_wrapper", {"_target_": "pkg.mod.wrap", "k": 1}, "inner_wrapper", Target("pkg.mod.wrap", k=1)),
+        (
+            "inner_wrapper",
+            {"_target_": "pkg.mod.wrap", "k": 1},
+            "inner_wrapper",
+            Target("pkg.mod.wrap", k=1),
+        ),
         ("inner_wrapper", "registry_name", "inner_wrapper", "registry_name"),
         ("inner_target", "self", "inner_target", "self"),
         ("inner_out_src", {"out": {"tp": "S(0)"}}, "inner_out_src", {"out": {"tp": Shard(0)}}),
@@ -297,7 +320,9 @@ def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
     ],
     ids=case_id,
 )
-def test_present_key_rebuilds_to_its_live_value(key: str, meta_value: Any, name: str, expected: Any) -> None:
+def test_present_key_rebuilds_to_its_live_value(
+    key: str, meta_value: Any, name: str, expected: Any
+) -> None:
     assert_same(getattr(rebuilt(**{key: meta_value}), name), expected)
 
 
@@ -352,7 +377,9 @@ class Opaque:
     ],
     ids=case_id,
 )
-def test_unfreezable_value_is_a_freeze_error_naming_its_place(name: str, value: Any, suffix: str) -> None:
+def test_unfreezable_value_is_a_freeze_error_naming_its_place(
+    name: str, value: Any, suffix: str
+) -> None:
     path = f'modules["{FQN}"]{suffix}'
     with pytest.raises(FreezeError) as caught:
         impl.freeze_plan(plan_with(**{name: value}))

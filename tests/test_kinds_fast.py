@@ -31,7 +31,10 @@ def test_fast_freeze_gives_what_strict_freeze_gives(table: dict[str, object]) ->
         assert kinds_fast.freeze_placement_map(table, "p") == kinds.freeze_placement_map(table, "p")
 
 
-@pytest.mark.parametrize("bad", [{"w": {"tp": "S(0)"}}, {"w": [Shard(0)]}, [("w", {})], {"w": {"tp": Partial("premul_sum")}}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"w": {"tp": "S(0)"}}, {"w": [Shard(0)]}, [("w", {})], {"w": {"tp": Partial("premul_sum")}}],
+)
 def test_fast_freeze_refuses_what_strict_refuses_with_the_same_path(bad: object) -> None:
     with pytest.raises(FreezeError) as fast:
         kinds_fast.freeze_named_placements(bad, 'modules["m"].in_src')
@@ -42,7 +45,15 @@ def test_fast_freeze_refuses_what_strict_refuses_with_the_same_path(bad: object)
 
 @pytest.mark.parametrize(
     "obj",
-    [{"w": {"tp": "S(0)", "dp": "R"}}, {"w": {"tp": "SS(-1,4)"}}, {"w": {"tp": "S(x)"}}, {"w": {"tp": ["R"]}}, {"w": {1: "R"}}, {"w": "R"}, []],
+    [
+        {"w": {"tp": "S(0)", "dp": "R"}},
+        {"w": {"tp": "SS(-1,4)"}},
+        {"w": {"tp": "S(x)"}},
+        {"w": {"tp": ["R"]}},
+        {"w": {1: "R"}},
+        {"w": "R"},
+        [],
+    ],
 )
 def test_fast_parse_gives_what_strict_parse_gives(obj: object) -> None:
     for _ in range(2):  # the second time texts come from the parse cache
@@ -66,9 +77,16 @@ def test_placement_caches_stay_bounded() -> None:
 def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> None:
     """make bench compares these three; they must compute the same thing."""
     plan = llama_plan(3)
-    frozen = {json.dumps((m.freeze_param_plan(plan), m.freeze_injections(plan))) for m in (gen_freeze, reference, handwritten)}
+    frozen = {
+        json.dumps((m.freeze_param_plan(plan), m.freeze_injections(plan)))
+        for m in (gen_freeze, reference, handwritten)
+    }
     assert len(frozen) == 1
     meta = reference.freeze_plan(plan)
-    rebuilt = [m.rebuild_live_plan_from_meta(meta).modules for m in (gen_rebuild, reference, handwritten)]
+    rebuilt = [
+        m.rebuild_live_plan_from_meta(meta).modules for m in (gen_rebuild, reference, handwritten)
+    ]
     assert rebuilt[0] == rebuilt[1] == rebuilt[2]
-    assert [s._deferred_bias_params for s in rebuilt[0].values()] == [s._deferred_bias_params for s in rebuilt[2].values()]
+    assert [s._deferred_bias_params for s in rebuilt[0].values()] == [
+        s._deferred_bias_params for s in rebuilt[2].values()
+    ]

@@ -172,7 +172,9 @@ def test_non_strict_rebuild_ignores_unknown_keys_in_entries_and_rules(tmp_path: 
             "injections[1].match",
             id="two_rules",
         ),
-        pytest.param(with_entry(bogus=1, out_names="out"), f"{ENTRY}.out_names", id="out_names_string"),
+        pytest.param(
+            with_entry(bogus=1, out_names="out"), f"{ENTRY}.out_names", id="out_names_string"
+        ),
         pytest.param(with_rule(bogus=1, ep_size=True), f"{RULE}.ep_size", id="ep_size_boolean"),
         pytest.param(document(param_plan={"m": "entry"}), ENTRY, id="entry_string"),
     ],

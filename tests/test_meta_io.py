@@ -14,7 +14,9 @@ from shardplan import reference
 from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.targets import Target
 
-FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "qwen3_moe_codegen_meta.json"
+FIXTURE = (
+    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "qwen3_moe_codegen_meta.json"
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,9 @@ def test_fixture_loads_with_its_plan_and_settings(fixture_meta: CodegenMeta) -> 
     assert fixture_meta.parallel_dims["loss_parallel"] is True
 
 
-def test_fixture_rebuild_then_freeze_gives_the_same_param_plan_bytes(fixture_meta: CodegenMeta) -> None:
+def test_fixture_rebuild_then_freeze_gives_the_same_param_plan_bytes(
+    fixture_meta: CodegenMeta,
+) -> None:
     refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
     assert json.dumps(refrozen.param_plan, sort_keys=True) == json.dumps(
         fixture_meta.param_plan, sort_keys=True
@@ -48,12 +52,16 @@ def test_fixture_rebuild_then_freeze_gives_the_same_param_plan_bytes(fixture_met
     assert refrozen.param_plan == fixture_meta.param_plan
 
 
-def test_fixture_rebuild_then_freeze_gives_the_same_injection_rules(fixture_meta: CodegenMeta) -> None:
+def test_fixture_rebuild_then_freeze_gives_the_same_injection_rules(
+    fixture_meta: CodegenMeta,
+) -> None:
     refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
     assert rules_by_match(refrozen.injections) == rules_by_match(fixture_meta.injections)
 
 
-def test_fixture_rebuild_then_freeze_gives_the_same_frozen_sharded_params(fixture_meta: CodegenMeta) -> None:
+def test_fixture_rebuild_then_freeze_gives_the_same_frozen_sharded_params(
+    fixture_meta: CodegenMeta,
+) -> None:
     refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
     assert refrozen.frozen_sharded_params == fixture_meta.frozen_sharded_params
 
@@ -124,7 +132,9 @@ def test_dump_meta_that_fails_to_rename_keeps_the_old_file_and_no_temp(
     assert [p.name for p in tmp_path.iterdir()] == ["codegen_meta.json"]
 
 
-def test_dump_meta_gives_the_file_ordinary_permissions(fixture_meta: CodegenMeta, tmp_path: Path) -> None:
+def test_dump_meta_gives_the_file_ordinary_permissions(
+    fixture_meta: CodegenMeta, tmp_path: Path
+) -> None:
     umask = os.umask(0o022)
     try:
         dump_meta(fixture_meta, tmp_path / "codegen_meta.json")
@@ -134,7 +144,11 @@ def test_dump_meta_gives_the_file_ordinary_permissions(fixture_meta: CodegenMeta
 
 
 def test_unknown_top_level_keys_survive_load_and_dump(tmp_path: Path) -> None:
-    unknown = {"codegen_version": "9.9", "outputs": {"diff": {"lines": 1}}, "zz_list": [1, "two", None]}
+    unknown = {
+        "codegen_version": "9.9",
+        "outputs": {"diff": {"lines": 1}},
+        "zz_list": [1, "two", None],
+    }
     source = tmp_path / "in.json"
     source.write_text(json.dumps({"param_plan": {}, **unknown}))
     meta = load_meta(source)
@@ -144,14 +158,18 @@ def test_unknown_top_level_keys_survive_load_and_dump(tmp_path: Path) -> None:
     assert {key: written[key] for key in unknown} == unknown
 
 
-def test_fixture_unknown_keys_are_kept_in_extra(fixture_meta: CodegenMeta, fixture_text: str) -> None:
+def test_fixture_unknown_keys_are_kept_in_extra(
+    fixture_meta: CodegenMeta, fixture_text: str
+) -> None:
     document = json.loads(fixture_text)
     assert fixture_meta.extra["model_class"] == "Qwen3MoeForCausalLM"
     assert fixture_meta.extra["source"] == document["source"]
 
 
 def test_codegen_meta_takes_keyword_arguments() -> None:
-    meta = CodegenMeta(param_plan={"m": {"is_boundary": True}}, injections=[{"match": "m", "ep_size": 2}])
+    meta = CodegenMeta(
+        param_plan={"m": {"is_boundary": True}}, injections=[{"match": "m", "ep_size": 2}]
+    )
     assert meta.param_plan == {"m": {"is_boundary": True}}
     assert meta.injections == [{"match": "m", "ep_size": 2}]
     assert meta.special_handlers == {} and meta.mesh_dim_names == [] and meta.extra == {}
@@ -178,7 +196,8 @@ def test_rebuild_does_not_import_an_importable_target_module(
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, module, raising=False)
     meta = CodegenMeta(
-        param_plan={"m": {}}, injections=[{"match": "m", "inner_wrapper": {"_target_": f"{module}.wrap"}}]
+        param_plan={"m": {}},
+        injections=[{"match": "m", "inner_wrapper": {"_target_": f"{module}.wrap"}}],
     )
     wrapper = reference.rebuild_live_plan_from_meta(meta).modules["m"].inner_wrapper
     assert module not in sys.modules

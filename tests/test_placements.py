@@ -63,7 +63,9 @@ def test_placement_freezes_to_its_text(placement: Placement, text: str) -> None:
 
 
 @pytest.mark.parametrize(("placement", "text"), ROUND_TRIPS, ids=[text for _, text in ROUND_TRIPS])
-def test_placement_text_parses_back_to_the_same_type_and_value(placement: Placement, text: str) -> None:
+def test_placement_text_parses_back_to_the_same_type_and_value(
+    placement: Placement, text: str
+) -> None:
     assert_same_placement(parse_placement(text), placement)
 
 
@@ -121,10 +123,19 @@ def test_malformed_placement_text_is_a_meta_error_naming_text_and_forms(text: st
 
 @pytest.mark.parametrize(
     ("value", "json_name"),
-    [(3, "number"), (1.5, "number"), (None, "null"), (True, "boolean"), (["R"], "array"), (b"R", "bytes")],
+    [
+        (3, "number"),
+        (1.5, "number"),
+        (None, "null"),
+        (True, "boolean"),
+        (["R"], "array"),
+        (b"R", "bytes"),
+    ],
     ids=repr,
 )
-def test_non_string_placement_is_a_meta_error_naming_its_type(value: object, json_name: str) -> None:
+def test_non_string_placement_is_a_meta_error_naming_its_type(
+    value: object, json_name: str
+) -> None:
     with pytest.raises(MetaError) as caught:
         parse_placement(value, PATH)
     assert caught.value.path == PATH
@@ -144,7 +155,9 @@ def test_any_accepted_text_is_canonical_and_only_r_is_replicate(text: str) -> No
     assert isinstance(placement, Replicate) == (text == "R")
 
 
-@given(st.sampled_from(["S", "SS"]), st.integers(-(10**9) + 1, 10**9 - 1), st.integers(1, 10**9 - 1))
+@given(
+    st.sampled_from(["S", "SS"]), st.integers(-(10**9) + 1, 10**9 - 1), st.integers(1, 10**9 - 1)
+)
 def test_every_in_range_shard_round_trips(prefix: str, dim: int, factor: int) -> None:
     """Law: every Shard and strided shard with at most 9-digit ints survives text and back."""
     placement = Shard(dim) if prefix == "S" else _StridedShard(dim, split_factor=factor)
@@ -196,7 +209,9 @@ def test_enum_axis_and_its_value_string_together_are_a_freeze_error() -> None:
     assert caught.value.path == "p"
 
 
-@pytest.mark.parametrize("axis", [IntAxis.TP, 0, None, ("tp",)], ids=["int_enum", "int", "none", "tuple"])
+@pytest.mark.parametrize(
+    "axis", [IntAxis.TP, 0, None, ("tp",)], ids=["int_enum", "int", "none", "tuple"]
+)
 def test_non_string_axis_key_is_a_freeze_error(axis: object) -> None:
     with pytest.raises(FreezeError, match="mesh axis key"):
         freeze_named_placement({axis: Shard(0)}, "p")

@@ -31,7 +31,9 @@ def test_table_has_the_22_rows_of_the_contract() -> None:
 
 def test_frozen_keys_are_unique_and_in_table_order() -> None:
     assert len(set(FROZEN_SPEC_KEYS)) == len(FROZEN_SPEC_KEYS)
-    assert FROZEN_SPEC_KEYS == tuple(f.key for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS))
+    assert FROZEN_SPEC_KEYS == tuple(
+        f.key for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
+    )
 
 
 def test_every_row_names_a_known_group_and_known_kinds() -> None:

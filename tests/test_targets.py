@@ -62,7 +62,9 @@ def test_a_kwarg_named_path_is_kept_as_a_kwarg() -> None:
     ],
     ids=["same", "other_path", "other_kwarg_value", "missing_kwarg"],
 )
-def test_targets_are_equal_exactly_when_path_and_kwargs_are(left: Target, right: Target, equal: bool) -> None:
+def test_targets_are_equal_exactly_when_path_and_kwargs_are(
+    left: Target, right: Target, equal: bool
+) -> None:
     assert (left == right) is equal
 
 
@@ -205,9 +207,17 @@ def _main_module_function() -> Callable[..., Any]:
 @pytest.mark.parametrize(
     "fn",
     [lambda: None, _local_function(), Holder().method, _main_module_function(), "text".upper],
-    ids=["lambda", "local_function", "bound_method", "main_module_function", "builtin_bound_method"],
+    ids=[
+        "lambda",
+        "local_function",
+        "bound_method",
+        "main_module_function",
+        "builtin_bound_method",
+    ],
 )
-def test_target_of_a_callable_that_cannot_be_reimported_is_a_freeze_error(fn: Callable[..., Any]) -> None:
+def test_target_of_a_callable_that_cannot_be_reimported_is_a_freeze_error(
+    fn: Callable[..., Any],
+) -> None:
     path = 'modules["m"].inner_wrapper'
     with pytest.raises(FreezeError) as caught:
         target_of_callable(fn, path)

@@ -54,9 +54,21 @@ class Attention(nn.Module):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = hidden_states.shape
         # -1 for the width: under TP the projections hold num_heads/tp heads each.
-        q = self.q_proj(hidden_states).view(batch, seq, self.num_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(hidden_states).view(batch, seq, self.num_key_value_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(hidden_states).view(batch, seq, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        q = (
+            self.q_proj(hidden_states)
+            .view(batch, seq, self.num_heads, self.head_dim)
+            .transpose(1, 2)
+        )
+        k = (
+            self.k_proj(hidden_states)
+            .view(batch, seq, self.num_key_value_heads, self.head_dim)
+            .transpose(1, 2)
+        )
+        v = (
+            self.v_proj(hidden_states)
+            .view(batch, seq, self.num_key_value_heads, self.head_dim)
+            .transpose(1, 2)
+        )
         groups = self.num_heads // self.num_key_value_heads
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
