@@ -32,7 +32,7 @@ check: $(STAMP)
 
 # generated/ must pass mypy --strict: it is code a reviewer reads like hand-written code.
 mypy: $(STAMP)
-	$(BIN)/python -m mypy --strict generated/
+	$(BIN)/python -m mypy --strict generated/ shardplan/ generator/
 
 # The long property run: 50,000 examples a property (tests/conftest.py, profile "fuzz").
 fuzz: $(STAMP)
