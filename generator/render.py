@@ -7,6 +7,7 @@ macro does. Every literal reaches the output through ``pyrepr``, never raw.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import traceback
 from pathlib import Path
@@ -16,7 +17,7 @@ import jinja2
 
 from generator.config import Config
 from generator.errors import GeneratorError
-from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Table
+from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
 
 KINDS_TEMPLATE = "kinds.j2"
 TEMPLATE_SUFFIX = ".py.j2"
@@ -84,7 +85,26 @@ def template_names(env: jinja2.Environment) -> list[str]:
     return sorted(name for name in env.list_templates() if name.endswith(TEMPLATE_SUFFIX))
 
 
-def _context(table: Table) -> dict[str, Any]:
+# What the generated function around a macro's block binds: the spec (freeze), the
+# error path and the dict written to or read from (passed to the macro as "target").
+_BLOCK_CONTEXT = frozenset({"spec", "path", "target"})
+
+
+def _called_functions(env: jinja2.Environment, rows: tuple[Row, ...], step: str) -> list[str]:
+    """The functions the rows' ``step`` blocks call, read off the rendered blocks, so the
+    generated imports are exactly what the code uses (``admit`` only where a row's value
+    is read back at freeze, say), whatever the macros emit."""
+    module = env.get_template(KINDS_TEMPLATE).module
+    used: set[str] = set()
+    for row in rows:
+        block = str(getattr(module, f"{step}_{getattr(row, step)}")(row, "target"))
+        names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
+        bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
+        used |= {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
+    return sorted(used - _BLOCK_CONTEXT - set(dir(builtins)))
+
+
+def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
     crossing = tuple(row for row in table.rows if row.group != EXEMPT)
     param_plan, injections = table.group(PARAM_PLAN), table.group(INJECTIONS)
     return {
@@ -96,14 +116,22 @@ def _context(table: Table) -> dict[str, Any]:
         "post_init_fields": tuple(row for row in crossing if row.post_init),
         "param_plan_keys": tuple(row.key for row in param_plan),
         "injection_keys": tuple(row.key for row in injections),
-        "freeze_functions": sorted({row.freeze_macro for row in crossing}),
-        "rebuild_functions": sorted({row.rebuild_macro for row in crossing}),
+        "freeze_functions": _called_functions(env, crossing, "freeze"),
+        "rebuild_functions": _called_functions(env, crossing, "rebuild"),
     }
 
 
 def render_all(env: jinja2.Environment, table: Table, config: Config) -> dict[str, str]:
     """Render each template to Python source (unformatted), keyed by output file name."""
-    context = _context(table)
+    try:
+        context = _context(env, table)
+    except jinja2.TemplateError as exc:
+        raise GeneratorError(f"templates/{_template_location(exc)}: {exc}") from None
+    except SyntaxError as exc:
+        raise GeneratorError(
+            f"templates/{KINDS_TEMPLATE}: a macro rendered invalid Python: {exc.msg}\n"
+            f"  {(exc.text or '').strip()}"
+        ) from None
     sources: dict[str, str] = {}
     for name in template_names(env):
         out_name = name.removesuffix(".j2")

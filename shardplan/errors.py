@@ -5,20 +5,46 @@ from __future__ import annotations
 import json
 
 
-def key_path(base: str, key: str) -> str:
-    """``base["key"]``: the path of a mapping key, quoted as JSON quotes it."""
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for a message: shortened, and never raising (an int too long for
+    text, a broken ``__repr__``), so reporting a bad value cannot fail in its own way."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def described(value: object) -> str:
+    """``int 3``, ``tuple ('a', 'b')``: a value's type and its shortened repr."""
+    return f"{type(value).__name__} {shown(value)}"
+
+
+def key_path(base: str, key: object) -> str:
+    """``base["key"]``: the path of a mapping key, quoted as JSON quotes it.
+
+    A key that is not a str (only a meta or plan built in Python can hold one) is shown
+    as Python shows it, ``base[3]``, so the message still names the place.
+    """
+    if not isinstance(key, str):
+        return f"{base}[{shown(key)}]"
     if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
         return f'{base}["{key}"]'  # what json.dumps gives, without its cost
     return f"{base}[{json.dumps(key)}]"
 
 
-def field_path(base: str, key: str) -> str:
+def field_path(base: str, key: object) -> str:
     """``base.key`` for an identifier key, else ``base["key"]``."""
-    return f"{base}.{key}" if key.isidentifier() else key_path(base, key)
+    return f"{base}.{key}" if isinstance(key, str) and key.isidentifier() else key_path(base, key)
 
 
 def json_type(value: object) -> str:
-    """The JSON name of a value's type, for error messages."""
+    """The JSON name of a value's type, for error messages.
+
+    A value that JSON cannot hold (a tuple, a set, any other object) can only come from
+    a meta built in Python: its Python type is named instead, so a tuple is never
+    reported as "array".
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -27,11 +53,11 @@ def json_type(value: object) -> str:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return "array"
     if isinstance(value, dict):
         return "object"
-    return type(value).__name__
+    return f"Python {type(value).__name__}"
 
 
 class MetaError(ValueError):
@@ -56,3 +82,15 @@ class FreezeError(ValueError):
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+
+
+class ArtifactWriteError(OSError):
+    """codegen_meta.json could not be written; the message names the target file.
+
+    An ``OSError``, so callers that handle file errors keep working; the target is left
+    as it was and no temporary file remains. ``errno`` is the cause's, ``filename`` the
+    target's.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)

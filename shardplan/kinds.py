@@ -8,16 +8,23 @@ field. ``path`` names the value's place for error messages.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import Any
 
 from torch.distributed.tensor import Placement
 
-from shardplan.errors import FreezeError, MetaError, json_type
-from shardplan.placements import freeze_placement_table, parse_placement_table
+from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
+from shardplan.placements import (
+    freeze_named_placement,
+    freeze_placement_table,
+    parse_named_placement,
+    parse_placement_table,
+)
 from shardplan.targets import (
     TARGET_KEY,
     Target,
     check_json_value,
+    frozen_target,
     target_from_frozen,
     target_of_callable,
 )
@@ -38,12 +45,10 @@ def freeze_named_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
 def _freeze_strings(value: Any, path: str) -> list[str]:
     # A str is iterable; list("abc") would silently become ["a", "b", "c"].
     if not isinstance(value, (list, tuple)):
-        raise FreezeError(path, f"expected a list of str, got {type(value).__name__} {value!r}")
+        raise FreezeError(path, f"expected a list of str, got {described(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise FreezeError(
-                f"{path}[{index}]", f"expected a str, got {type(item).__name__} {item!r}"
-            )
+            raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
     return list(value)
 
 
@@ -61,9 +66,7 @@ def _check_scalar(value: Any, path: str) -> Any:
     if isinstance(value, (bool, int, float, str)):
         check_json_value(value, path)
         return value
-    raise FreezeError(
-        path, f"expected a bool, int, float or str, got {type(value).__name__} {value!r}"
-    )
+    raise FreezeError(path, f"expected a bool, int, float or str, got {described(value)}")
 
 
 def freeze_scalar(value: Any, path: str) -> Any:
@@ -76,47 +79,95 @@ def freeze_plain(value: Any, path: str) -> Any:
     return _check_scalar(value, path)
 
 
+def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
+    """A named placement ``{axis: placement}`` (one level) or a contract
+    ``{name: {axis: placement}}`` (two levels), told apart by the values, as rebuild does."""
+    if TARGET_KEY in value:
+        raise FreezeError(path, f"a contract may not name an input or output {TARGET_KEY!r}")
+    nested = [isinstance(item, Mapping) for item in value.values()]
+    if all(nested):
+        return freeze_placement_table(value, path)
+    if not any(nested):
+        return freeze_named_placement(value, path)
+    key = next(k for k, is_nested in zip(value, nested) if is_nested != nested[0])
+    raise FreezeError(
+        key_path(path, key.value if isinstance(key, Enum) else key),
+        "mixes placements and {axis: placement} mappings: use a named placement "
+        "{axis: placement} or a contract {name: {axis: placement}}, not both",
+    )
+
+
 def freeze_value_to_dict(value: Any, path: str) -> Any:
-    """Target -> its dict, callable -> its Target's dict, registry name -> itself,
-    in/out contract -> placement texts. Anything else cannot be rebuilt: FreezeError."""
+    """Target -> its dict, callable -> its Target's dict, registry name -> itself, named
+    placement or in/out contract -> placement texts. Anything else cannot be rebuilt:
+    FreezeError."""
     if isinstance(value, Target):
-        for name, arg in value.kwargs.items():
-            check_json_value(arg, f"{path}.{name}")
-        return value.to_dict()
+        return frozen_target(value, path)
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
-        if TARGET_KEY in value:
-            raise FreezeError(path, f"a contract may not name an input or output {TARGET_KEY!r}")
-        return freeze_placement_table(value, path)
+        return _freeze_injected_mapping(value, path)
     if isinstance(value, Placement):
         raise FreezeError(
             path,
-            f"a bare placement {value!r} cannot be rebuilt; write a contract {{name: {{axis: placement}}}}",
+            f"a bare placement {shown(value)} cannot be rebuilt; write a named placement "
+            "{axis: placement}",
         )
     if callable(value):
         return target_of_callable(value, path).to_dict()
     raise FreezeError(
         path,
-        f"expected a Target, a module-level callable, a registry name or an in/out contract, "
-        f"got {type(value).__name__} {value!r}",
+        "expected a Target, a module-level callable, a registry name, a named placement or "
+        f"an in/out contract, got {described(value)}",
     )
 
 
 def freeze_dict_copy(value: Any, path: str) -> dict[str, Any]:
     """A mapping with str keys and JSON values -> a dict."""
     if not isinstance(value, Mapping):
-        raise FreezeError(path, f"expected a mapping, got {type(value).__name__} {value!r}")
+        raise FreezeError(path, f"expected a mapping, got {described(value)}")
     copy = dict(value)
     check_json_value(copy, path)
     return copy
 
 
 def freeze_int_truthy(value: Any, path: str) -> int:
-    """A non-zero int, written as it is."""
+    """A truthy int, or the bool ``True`` (a producer's marker such as
+    ``skip_source_lowering: true``), written as it is; freeze never calls it for a
+    falsy value."""
+    if value is True:
+        return True
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FreezeError(path, f"expected an int, got {type(value).__name__} {value!r}")
+        raise FreezeError(path, f"expected an int or True, got {described(value)}")
+    check_json_value(value, path)
     return value
+
+
+def refuse_none(absent: Any, path: str) -> None:
+    """Refuse a None its freeze kind does not write, where the row's rebuild kind reads the
+    absent key as ``absent`` instead: the plan would not come back as it was."""
+    raise FreezeError(
+        path,
+        f"None is not written, and rebuild reads the missing key as {absent!r}; "
+        f"set {absent!r} or another value",
+    )
+
+
+def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
+    """``frozen``, once the row's rebuild kind has read it back; else FreezeError at ``path``.
+
+    A freeze kind may write values its row's rebuild kind refuses (``scalar`` writes 1,
+    ``bool_default_true`` reads only booleans). Freeze refuses them here, so everything it
+    writes can be rebuilt (SPEC §4).
+    """
+    try:
+        rebuild(frozen, path)
+    except MetaError as exc:
+        raise FreezeError(
+            exc.path,
+            f"{described(frozen)} would be written, but rebuild refuses it " f"({exc.message})",
+        ) from None
+    return frozen
 
 
 # --------------------------------------------------------------- rebuild: meta -> spec
@@ -167,18 +218,46 @@ def rebuild_opt_scalar(value: Any, path: str) -> Any:
     raise MetaError(path, f"expected a string, number or boolean, got {json_type(value)}")
 
 
+def _rebuild_injected_object(value: dict[Any, Any], path: str) -> Any:
+    # The shape is told by the values: all strings, a named placement {axis: "S(0)"};
+    # all objects, a contract {name: {axis: "S(0)"}}. Anything else names the first
+    # value that does not fit.
+    first: type | None = None
+    for key, item in value.items():
+        kind = str if isinstance(item, str) else dict if isinstance(item, dict) else None
+        if kind is None:
+            raise MetaError(
+                key_path(path, key),
+                "expected a placement text (a named placement {axis: placement}) or an "
+                f"object (a contract {{name: {{axis: placement}}}}), got {json_type(item)}",
+            )
+        if first is None:
+            first = kind
+        elif kind is not first:
+            raise MetaError(
+                key_path(path, key),
+                f"expected {'a placement text' if first is str else 'an object'} like the "
+                "values before it: a named placement {axis: placement} or a contract "
+                "{name: {axis: placement}}, not both",
+            )
+    if first is str:
+        return parse_named_placement(value, path)
+    return parse_placement_table(value, path)
+
+
 def rebuild_injection_target(value: Any, path: str) -> Any:
     """Absent -> None; ``{"_target_": ...}`` -> Target; a registry name stays a string;
-    any other object is an in/out contract."""
+    an object of placement texts is a named placement, an object of objects a contract."""
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, dict):
         if TARGET_KEY in value:
             return target_from_frozen(value, path)
-        return parse_placement_table(value, path)
+        return _rebuild_injected_object(value, path)
     raise MetaError(
         path,
-        f'expected {{"{TARGET_KEY}": ...}}, a registry name or an in/out contract, got {json_type(value)}',
+        f'expected {{"{TARGET_KEY}": ...}}, a registry name, a named placement or an in/out '
+        f"contract, got {json_type(value)}",
     )
 
 
@@ -211,25 +290,25 @@ FreezeFn = Callable[[Any, str], Any]
 RebuildFn = Callable[[Any, str], Any]
 
 
-def _write_when_not_none(value: Any) -> bool:
+def write_when_not_none(value: Any) -> bool:
     return value is not None
 
 
-def _write_when_truthy(value: Any) -> bool:
+def write_when_truthy(value: Any) -> bool:
     return bool(value)
 
 
 # kind -> (write condition, converter). Conditions are SPEC §4's "written when" column.
 FREEZE_KINDS: dict[str, tuple[Callable[[Any], bool], FreezeFn]] = {
-    "placement_map": (_write_when_not_none, freeze_placement_map),
-    "named_placements": (_write_when_not_none, freeze_named_placements),
-    "name_list": (_write_when_truthy, freeze_name_list),
-    "attr_list": (_write_when_not_none, freeze_attr_list),
-    "scalar": (_write_when_not_none, freeze_scalar),
-    "value_to_dict": (_write_when_not_none, freeze_value_to_dict),
-    "plain": (_write_when_not_none, freeze_plain),
-    "dict_copy": (_write_when_truthy, freeze_dict_copy),
-    "int_truthy": (_write_when_truthy, freeze_int_truthy),
+    "placement_map": (write_when_not_none, freeze_placement_map),
+    "named_placements": (write_when_not_none, freeze_named_placements),
+    "name_list": (write_when_truthy, freeze_name_list),
+    "attr_list": (write_when_not_none, freeze_attr_list),
+    "scalar": (write_when_not_none, freeze_scalar),
+    "value_to_dict": (write_when_not_none, freeze_value_to_dict),
+    "plain": (write_when_not_none, freeze_plain),
+    "dict_copy": (write_when_truthy, freeze_dict_copy),
+    "int_truthy": (write_when_truthy, freeze_int_truthy),
 }
 
 REBUILD_KINDS: dict[str, RebuildFn] = {

@@ -15,6 +15,8 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 
 from shardplan import kinds
 from shardplan.kinds import (  # re-exported: no fast path needed
+    admit,
+    refuse_none,
     freeze_attr_list,
     freeze_dict_copy,
     freeze_int_truthy,
@@ -32,6 +34,8 @@ from shardplan.kinds import (  # re-exported: no fast path needed
 from shardplan.placements import MAX_INT_DIGITS, REDUCE_OPS, parse_placement
 
 __all__ = [
+    "admit",
+    "refuse_none",
     "freeze_attr_list",
     "freeze_dict_copy",
     "freeze_int_truthy",

@@ -8,12 +8,14 @@ newline, written atomically. Top-level keys this module does not know are kept i
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from shardplan.atomic import atomic_write_bytes
-from shardplan.errors import MetaError, json_type
+from shardplan.errors import MetaError, json_type, key_path, shown
+from shardplan.json_values import raise_if_unwritable
 
 
 @dataclass
@@ -23,7 +25,8 @@ class CodegenMeta:
     param_plan: dict[str, dict[str, Any]] = field(default_factory=dict)
     injections: list[dict[str, Any]] = field(default_factory=list)
     special_handlers: dict[str, str] = field(default_factory=dict)
-    mesh_dim_names: list[str] = field(default_factory=list)
+    # None: not recorded by the producer (older planners write null): use the full mesh.
+    mesh_dim_names: list[str] | None = field(default_factory=list)
     tied_pairs: list[list[str]] = field(default_factory=list)
     frozen_sharded_params: list[str] = field(default_factory=list)
     # Only sequence_parallel and loss_parallel are read; other planners write more.
@@ -42,6 +45,14 @@ def _expect(value: object, kind: type, path: str) -> None:
 _JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
+def _expect_str_keys(obj: dict[Any, Any], path: str) -> None:
+    # JSON keys are strings; a meta built in Python may hold others, which json.dumps
+    # would silently turn into strings.
+    for key in obj:
+        if not isinstance(key, str):
+            raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
+
+
 def _expect_strings(value: object, path: str) -> None:
     _expect(value, list, path)
     assert isinstance(value, list)  # for mypy: _expect raised otherwise
@@ -52,11 +63,14 @@ def _expect_strings(value: object, path: str) -> None:
 def check_meta(meta: CodegenMeta) -> None:
     """Check the JSON types of the top-level fields; entries and rules are checked by rebuild."""
     _expect(meta.param_plan, dict, "param_plan")
+    _expect_str_keys(meta.param_plan, "param_plan")
     _expect(meta.injections, list, "injections")
     _expect(meta.special_handlers, dict, "special_handlers")
+    _expect_str_keys(meta.special_handlers, "special_handlers")
     for name, handler in meta.special_handlers.items():
-        _expect(handler, str, f"special_handlers[{json.dumps(name)}]")
-    _expect_strings(meta.mesh_dim_names, "mesh_dim_names")
+        _expect(handler, str, key_path("special_handlers", name))
+    if meta.mesh_dim_names is not None:
+        _expect_strings(meta.mesh_dim_names, "mesh_dim_names")
     _expect(meta.tied_pairs, list, "tied_pairs")
     for index, pair in enumerate(meta.tied_pairs):
         _expect_strings(pair, f"tied_pairs[{index}]")
@@ -66,10 +80,12 @@ def check_meta(meta: CodegenMeta) -> None:
             )
     _expect_strings(meta.frozen_sharded_params, "frozen_sharded_params")
     _expect(meta.parallel_dims, dict, "parallel_dims")
+    _expect_str_keys(meta.parallel_dims, "parallel_dims")
     for flag in ("sequence_parallel", "loss_parallel"):
         if flag in meta.parallel_dims:
             _expect(meta.parallel_dims[flag], bool, f"parallel_dims.{flag}")
     _expect(meta.extra, dict, "extra")
+    _expect_str_keys(meta.extra, "extra")
     clashing = sorted(set(meta.extra) & set(KNOWN_KEYS))
     if clashing:
         raise MetaError("extra", f"keys {clashing} are CodegenMeta fields; set the fields instead")
@@ -92,13 +108,26 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
     return {**meta.extra, **{key: getattr(meta, key) for key in KNOWN_KEYS}}
 
 
+# Deepest nesting the writer accepts: what the standard library's decoder reads back
+# well within the interpreter's recursion limit. Frozen values nest far less (json_values).
+MAX_DOCUMENT_DEPTH = 500
+
+
 def meta_to_json(meta: CodegenMeta) -> str:
-    """The exact text of codegen_meta.json: sorted keys, indent 2, one trailing newline."""
+    """The exact text of codegen_meta.json: sorted keys, indent 2, one trailing newline.
+
+    A value JSON cannot write, or would silently change (a non-str key, NaN, a set, a
+    cycle), is a MetaError naming its place.
+    """
+    document = meta_to_dict(meta)
+    for key, value in document.items():  # keys: str, checked by meta_to_dict
+        where = key if key.isidentifier() else key_path("", key)
+        raise_if_unwritable(
+            value, where, MetaError, allow_tuples=True, max_depth=MAX_DOCUMENT_DEPTH - 1
+        )
     try:
-        text = json.dumps(meta_to_dict(meta), indent=2, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        if isinstance(exc, MetaError):
-            raise
+        text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:  # the walk above names the place
         raise MetaError("", f"the meta holds a value JSON cannot write: {exc}") from None
     return text + "\n"
 
@@ -121,11 +150,22 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 parses to inf, which the writer refuses: a reader must refuse it too.
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {text} overflows a float")
+    return value
+
+
 def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
     """Parse codegen_meta.json text; any defect is a MetaError naming ``source``."""
     try:
         data = json.loads(
-            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+            text,
+            object_pairs_hook=_reject_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
         )
     except _DuplicateKey as exc:
         raise MetaError("", f"{source}: an object repeats the key {exc.args[0]!r}") from None
@@ -148,5 +188,9 @@ def load_meta(path: str | Path) -> CodegenMeta:
 
 
 def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
-    """Write ``meta`` to ``path`` atomically; the same meta always gives the same bytes."""
+    """Write ``meta`` to ``path`` atomically; the same meta always gives the same bytes.
+
+    A bad meta is a MetaError and writes nothing; a file that cannot be written is an
+    ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
+    """
     atomic_write_bytes(Path(path), meta_to_json(meta).encode("utf-8"))

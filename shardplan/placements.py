@@ -15,7 +15,7 @@ from enum import Enum
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
-from shardplan.errors import FreezeError, MetaError, json_type, key_path
+from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
 
 # The reduce ops torch's c10d knows, less premul_sum, whose factor has no text form.
 REDUCE_OPS = ("avg", "band", "bor", "bxor", "max", "min", "product", "sum")
@@ -62,7 +62,7 @@ def placement_to_string(placement: object, path: str = "placement") -> str:
     else:
         raise FreezeError(
             path,
-            f"cannot freeze {placement!r} ({kind.__qualname__}): expected Shard, Replicate, "
+            f"cannot freeze {shown(placement)} ({kind.__qualname__}): expected Shard, Replicate, "
             "Partial or torch's strided shard",
         )
     raise FreezeError(path, f"shard dim {dim} is out of range (at most {MAX_INT_DIGITS} digits)")
@@ -73,7 +73,7 @@ def parse_placement(text: object, path: str = "placement") -> Placement:
     if not isinstance(text, str):
         raise MetaError(
             path,
-            f"cannot parse placement {text!r}: expected a string, got {json_type(text)}; {EXPECTED_FORMS}",
+            f"cannot parse placement {shown(text)}: expected a string, got {json_type(text)}; {EXPECTED_FORMS}",
         )
     if text == "R":
         return Replicate()
@@ -107,13 +107,15 @@ def axis_name(axis: object, path: str) -> str:
             return axis.value
     elif isinstance(axis, str):
         return axis
-    raise FreezeError(path, f"mesh axis key {axis!r} must be a str or a str Enum")
+    raise FreezeError(path, f"mesh axis key {shown(axis)} must be a str or a str Enum")
 
 
 def freeze_named_placement(named: object, path: str) -> dict[str, str]:
     """``{axis: placement}`` -> ``{axis name: placement text}``."""
     if not isinstance(named, Mapping):
-        raise FreezeError(path, f"expected a mapping of mesh axis -> placement, got {named!r}")
+        raise FreezeError(
+            path, f"expected a mapping of mesh axis -> placement, got {described(named)}"
+        )
     frozen: dict[str, str] = {}
     for axis, placement in named.items():
         name = axis_name(axis, path)
@@ -126,11 +128,13 @@ def freeze_named_placement(named: object, path: str) -> dict[str, str]:
 def freeze_placement_table(table: object, path: str) -> dict[str, dict[str, str]]:
     """``{name: {axis: placement}}`` -> the same with placement texts: exactly two levels."""
     if not isinstance(table, Mapping):
-        raise FreezeError(path, f"expected a mapping of name -> {{axis: placement}}, got {table!r}")
+        raise FreezeError(
+            path, f"expected a mapping of name -> {{axis: placement}}, got {described(table)}"
+        )
     frozen: dict[str, dict[str, str]] = {}
     for name, named in table.items():
         if not isinstance(name, str):
-            raise FreezeError(path, f"name {name!r} must be a str")
+            raise FreezeError(path, f"name {shown(name)} must be a str")
         frozen[name] = freeze_named_placement(named, key_path(path, name))
     return frozen
 
@@ -162,4 +166,4 @@ def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placeme
 def _check_key(key: object, path: str) -> None:
     # JSON keys are always strings; a CodegenMeta built in Python may hold others.
     if not isinstance(key, str):
-        raise MetaError(path, f"object key {key!r} must be a string")
+        raise MetaError(path, f"object key {shown(key)} must be a string")

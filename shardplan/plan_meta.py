@@ -7,12 +7,20 @@ sharded parameters, and indexing and checking injection rules and entries.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from shardplan.errors import MetaError, field_path, json_type, key_path
+from shardplan.errors import (
+    FreezeError,
+    MetaError,
+    described,
+    field_path,
+    json_type,
+    key_path,
+    shown,
+)
 from shardplan.meta import CodegenMeta
-from shardplan.spec import ShardingPlan
+from shardplan.spec import ModuleShardingSpec, ShardingPlan
 
 MATCH_KEY = "match"
 
@@ -32,6 +40,82 @@ def rule_path(index: int) -> str:
     return f"injections[{index}]"
 
 
+def check_modules(plan: object) -> None:
+    """Refuse (FreezeError) a plan whose modules rebuild could not give back: a module name
+    that is not a str, a spec that is not a ModuleShardingSpec. Both freeze functions run
+    it first, so neither fails later with an AttributeError."""
+    if not isinstance(plan, ShardingPlan):
+        raise FreezeError("", f"expected a ShardingPlan, got {described(plan)}")
+    if not isinstance(plan.modules, dict):
+        raise FreezeError(
+            "modules", f"expected a dict of FQN -> spec, got {described(plan.modules)}"
+        )
+    for fqn, spec in plan.modules.items():
+        if not isinstance(fqn, str):
+            raise FreezeError(
+                key_path("modules", fqn), f"a module name must be a str, got {described(fqn)}"
+            )
+        if not isinstance(spec, ModuleShardingSpec):
+            raise FreezeError(
+                module_path(fqn), f"expected a ModuleShardingSpec, got {described(spec)}"
+            )
+
+
+def _frozen_strings(value: object, path: str, what: str) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise FreezeError(path, f"expected a list or tuple of {what}, got {described(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
+    return list(value)
+
+
+def frozen_settings(plan: ShardingPlan) -> dict[str, Any]:
+    """The plan-level settings in their JSON shapes, refusing (FreezeError) any value the
+    artifact could not carry back: rebuild reads exactly these shapes."""
+    handlers = plan.special_handlers
+    if not isinstance(handlers, Mapping):
+        raise FreezeError(
+            "special_handlers", f"expected a dict of FQN -> handler, got {described(handlers)}"
+        )
+    for name, handler in handlers.items():
+        if not isinstance(name, str):
+            raise FreezeError(
+                key_path("special_handlers", name),
+                f"a module name must be a str, got {described(name)}",
+            )
+        if not isinstance(handler, str):
+            raise FreezeError(
+                key_path("special_handlers", name), f"expected a str, got {described(handler)}"
+            )
+    mesh = plan.mesh_dim_names
+    mesh_dim_names = None if mesh is None else _frozen_strings(mesh, "mesh_dim_names", "str")
+    if not isinstance(plan.tied_pairs, (list, tuple)):
+        raise FreezeError(
+            "tied_pairs", f"expected a list of pairs, got {described(plan.tied_pairs)}"
+        )
+    tied_pairs = []
+    for index, pair in enumerate(plan.tied_pairs):
+        frozen = _frozen_strings(pair, f"tied_pairs[{index}]", "two FQNs")
+        if len(frozen) != 2:
+            raise FreezeError(
+                f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(frozen)}"
+            )
+        tied_pairs.append(frozen)
+    for flag in ("sequence_parallel", "loss_parallel"):
+        if not isinstance(getattr(plan, flag), bool):
+            raise FreezeError(flag, f"expected a bool, got {described(getattr(plan, flag))}")
+    return {
+        "special_handlers": dict(handlers),
+        "mesh_dim_names": mesh_dim_names,
+        "tied_pairs": tied_pairs,
+        "parallel_dims": {
+            "loss_parallel": plan.loss_parallel,
+            "sequence_parallel": plan.sequence_parallel,
+        },
+    }
+
+
 def frozen_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     """Sorted FQNs of the parameters with any axis not replicated."""
     sharded = []
@@ -49,14 +133,8 @@ def meta_for_plan(
     return CodegenMeta(
         param_plan=param_plan,
         injections=injections,
-        special_handlers=dict(plan.special_handlers),
-        mesh_dim_names=list(plan.mesh_dim_names),
-        tied_pairs=[list(pair) for pair in plan.tied_pairs],
         frozen_sharded_params=frozen_sharded_params(param_plan),
-        parallel_dims={
-            "loss_parallel": plan.loss_parallel,
-            "sequence_parallel": plan.sequence_parallel,
-        },
+        **frozen_settings(plan),
     )
 
 
@@ -65,7 +143,7 @@ def plan_shell(meta: CodegenMeta) -> ShardingPlan:
     return ShardingPlan(
         modules={},
         special_handlers=dict(meta.special_handlers),
-        mesh_dim_names=tuple(meta.mesh_dim_names),
+        mesh_dim_names=None if meta.mesh_dim_names is None else tuple(meta.mesh_dim_names),
         tied_pairs=[(first, second) for first, second in meta.tied_pairs],
         sequence_parallel=meta.parallel_dims.get("sequence_parallel", True),
         loss_parallel=meta.parallel_dims.get("loss_parallel", False),
@@ -77,7 +155,7 @@ def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:
     for key in obj:
         if key not in known:
             raise MetaError(
-                field_path(path, key), f"unknown key {key!r}; known keys: {', '.join(known)}"
+                field_path(path, key), f"unknown key {shown(key)}; known keys: {', '.join(known)}"
             )
 
 

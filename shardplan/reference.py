@@ -10,11 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from shardplan.errors import field_path
-from shardplan.kinds import FREEZE_KINDS, REBUILD_KINDS
+from shardplan.kinds import (
+    FREEZE_KINDS,
+    REBUILD_KINDS,
+    admit,
+    refuse_none,
+    write_when_not_none,
+)
 from shardplan.meta import CodegenMeta, check_meta
 from shardplan.plan_meta import (
     MATCH_KEY,
     check_entry,
+    check_modules,
     entry_path,
     index_rules,
     meta_for_plan,
@@ -34,12 +41,23 @@ def _freeze_fields(
         write_when, convert = FREEZE_KINDS[spec_field.freeze]
         value = getattr(spec, spec_field.name)
         if write_when(value):
-            frozen[spec_field.key] = convert(value, field_path(path, spec_field.name))
+            where = field_path(path, spec_field.name)
+            # Always read back with the row's rebuild kind: the oracle need not be fast.
+            frozen[spec_field.key] = admit(
+                REBUILD_KINDS[spec_field.rebuild], convert(value, where), where
+            )
+        elif write_when is write_when_not_none:
+            # This kind's None means "absent": it must read back as None, or the plan would
+            # not come back (the truthy kinds' falsy values normalise, as SPEC §5 says).
+            absent = REBUILD_KINDS[spec_field.rebuild](None, field_path(path, spec_field.name))
+            if absent is not None:
+                refuse_none(absent, field_path(path, spec_field.name))
     return frozen
 
 
 def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
     """Freeze every module's param_plan entry, keys in table order."""
+    check_modules(plan)
     return {
         fqn: _freeze_fields(spec, PARAM_PLAN_SPEC_FIELDS, module_path(fqn))
         for fqn, spec in plan.modules.items()
@@ -48,6 +66,7 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
 
 def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
     """One rule per module with any injection written, in plan.modules order."""
+    check_modules(plan)
     rules = []
     for fqn, spec in plan.modules.items():
         written = _freeze_fields(spec, INJECTION_SPEC_FIELDS, module_path(fqn))

@@ -65,7 +65,8 @@ class ShardingPlan:
 
     modules: dict[str, ModuleShardingSpec] = field(default_factory=dict)
     special_handlers: dict[str, str] = field(default_factory=dict)
-    mesh_dim_names: tuple[str, ...] = ()
+    # None: not recorded (older producers write null), meaning "use the full mesh".
+    mesh_dim_names: tuple[str, ...] | None = ()
     tied_pairs: list[tuple[str, str]] = field(default_factory=list)
     sequence_parallel: bool = True
     loss_parallel: bool = False

@@ -7,13 +7,13 @@ so rebuilding an artifact never imports user code.
 from __future__ import annotations
 
 import importlib
-import math
 import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from shardplan.errors import FreezeError, MetaError, key_path
+from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
+from shardplan.json_values import raise_if_unwritable
 
 TARGET_KEY = "_target_"
 _DOTTED_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -104,7 +104,7 @@ def target_of_callable(fn: Callable[..., Any], path: str) -> Target:
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None)
     if not isinstance(module, str) or not isinstance(qualname, str):
-        raise FreezeError(path, f"{fn!r} has no __module__/__qualname__; wrap it in a Target")
+        raise FreezeError(path, f"{shown(fn)} has no __module__/__qualname__; wrap it in a Target")
     dotted = f"{module}.{qualname}"
     if module == "__main__" or "<" in qualname:
         raise FreezeError(
@@ -119,31 +119,44 @@ def target_of_callable(fn: Callable[..., Any], path: str) -> Target:
     if owner is None or found is not fn:
         raise FreezeError(
             path,
-            f"{dotted} does not import back to {fn!r}; pass a Target naming a module-level callable",
+            f"{dotted} does not import back to {shown(fn)}; pass a Target naming a module-level callable",
         )
-    return Target(dotted)
+    try:
+        return Target(dotted)
+    except ValueError:
+        raise FreezeError(
+            path,
+            f"{dotted} is not a dotted import path; pass a Target naming a module-level callable",
+        ) from None
 
 
 def check_json_value(value: object, path: str) -> None:
-    """Refuse a Target kwarg that JSON would not give back unchanged."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return
-        raise FreezeError(path, f"{value!r} is not a finite number and has no JSON form")
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            check_json_value(item, f"{path}[{index}]")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise FreezeError(path, f"key {key!r} must be a str to cross JSON")
-            check_json_value(item, key_path(path, key))
-        return
-    hint = "; use a list" if isinstance(value, tuple) else ""
-    raise FreezeError(path, f"{value!r} ({type(value).__name__}) does not survive JSON{hint}")
+    """Refuse (FreezeError at the exact place) a value JSON would not give back unchanged:
+    a tuple, a set, a non-str key, a non-finite float, an int too long for text, a cycle,
+    nesting deeper than ``json_values.MAX_DEPTH``, any other object."""
+    raise_if_unwritable(value, path, FreezeError, allow_tuples=False)
+
+
+def frozen_target(target: Target, path: str) -> dict[str, Any]:
+    """``target.to_dict()``, checked to rebuild to an equal Target.
+
+    A Target's attributes can be reassigned after construction, so the path and kwargs
+    are checked again here: rebuild would refuse what they could have become.
+    """
+    if not isinstance(target.path, str) or not _DOTTED_PATH_RE.fullmatch(target.path):
+        raise FreezeError(
+            path,
+            f"Target path {shown(target.path)} must be a dotted import path such as 'pkg.mod.fn'",
+        )
+    if not isinstance(target.kwargs, dict):
+        raise FreezeError(path, f"Target kwargs must be a dict, got {type(target.kwargs).__name__}")
+    if TARGET_KEY in target.kwargs:
+        raise FreezeError(path, f"{TARGET_KEY!r} is reserved and cannot be a Target kwarg")
+    for name, arg in target.kwargs.items():
+        if not isinstance(name, str):
+            raise FreezeError(path, f"Target kwarg name {shown(name)} must be a str")
+        check_json_value(arg, field_path(path, name))
+    return target.to_dict()
 
 
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
@@ -152,6 +165,10 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
         raise MetaError(
             key_path(path, TARGET_KEY),
-            f"expected a dotted import path such as 'pkg.mod.fn', got {dotted!r}",
+            f"expected a dotted import path such as 'pkg.mod.fn', got {shown(dotted)}",
         )
+    for key in data:
+        # JSON keys are strings; a meta built in Python may hold others, which ** refuses.
+        if not isinstance(key, str):
+            raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
     return Target.from_dict(data)

@@ -84,10 +84,13 @@ targets = st.builds(
 # Module-level callables that import back to themselves.
 importable_callables = st.sampled_from([json.dumps, json.loads, math.sqrt])
 
+# The three shapes of an injected placement (SPEC §4): a registry name, a named placement
+# {axis: placement} (one level, the common case), a contract {name: {axis: placement}}.
 injected = st.one_of(
     targets,
     importable_callables,
-    st.sampled_from(["self", "flash_attn", "ep_dispatch"]),
+    st.sampled_from(["self", "flash_attn", "ep_dispatch", "first_input"]),
+    named_placements(),
     placement_tables.filter(lambda table: "_target_" not in table),
 )
 
@@ -106,7 +109,8 @@ def specs(draw: st.DrawFn) -> ModuleShardingSpec:
         tp_divide_attrs=maybe(name_lists),
         is_boundary=draw(st.booleans()),
         region_dispatch=maybe(st.booleans()),
-        skip_source_lowering=maybe(st.integers(0, 3)),
+        # The normalizer's marker is the bool True; planners write ints.
+        skip_source_lowering=maybe(st.one_of(st.integers(0, 3), st.booleans())),
         inner_wrapper=maybe(injected),
         inner_target=maybe(st.one_of(st.sampled_from(["self", "attn"]), st.integers(0, 3))),
         inner_out_src=maybe(injected),
@@ -130,7 +134,12 @@ def plans(draw: st.DrawFn, max_modules: int = 4) -> ShardingPlan:
     return ShardingPlan(
         modules={fqn: draw(specs()) for fqn in fqns},
         special_handlers=draw(st.dictionaries(names, names, max_size=2)),
-        mesh_dim_names=tuple(draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))),
+        # None: not recorded, as older producers write it (SPEC §8).
+        mesh_dim_names=draw(
+            st.one_of(
+                st.none(), st.lists(st.sampled_from(AXES), unique=True, max_size=4).map(tuple)
+            )
+        ),
         tied_pairs=draw(st.lists(st.tuples(names, names), max_size=2)),
         sequence_parallel=draw(st.booleans()),
         loss_parallel=draw(st.booleans()),
@@ -143,8 +152,9 @@ UNFREEZABLE = {
     "in_src": [{"x": Shard(0)}, {"x": {"tp": {"nested": Shard(0)}}}],
     "out_names": ["logits", [1, 2]],
     "tp_divide_attrs": ["num_heads", {"a": 1}],
-    "is_boundary": [[True], object()],
-    "skip_source_lowering": [True, 1.5, "1"],
+    "is_boundary": [[True], object(), 1, "yes", 0, 2.5],
+    "skip_source_lowering": [1.5, "1", [1]],
+    "inner_out_src": [{"tp": Shard(0), "x": {"tp": Shard(0)}}, Shard(0), 3],
     "inner_wrapper": [
         lambda: 0,
         Target("json.dumps", shape=(1, 2)),
@@ -272,7 +282,7 @@ def _random_names(rng: Any) -> Any:
 
 
 def _random_injected(rng: Any) -> Any:
-    choice = rng.randrange(4)
+    choice = rng.randrange(5)
     if choice == 0:
         kwargs = {
             k: rng.choice(_JSON_POOL)
@@ -282,7 +292,12 @@ def _random_injected(rng: Any) -> Any:
     if choice == 1:
         return rng.choice([json.dumps, json.loads, math.sqrt])
     if choice == 2:
-        return rng.choice(["self", "flash_attn"])
+        return rng.choice(["self", "flash_attn", "first_input"])
+    if choice == 3:
+        return {
+            (MeshAxis(a) if rng.random() < 0.5 else a): _random_placement(rng)
+            for a in rng.sample(AXES, rng.randrange(5))
+        }
     return _random_table(rng)
 
 
@@ -299,7 +314,7 @@ def random_spec(rng: Any) -> ModuleShardingSpec:
         tp_divide_attrs=maybe(_random_names),
         is_boundary=rng.random() < 0.5,
         region_dispatch=maybe(lambda r: r.random() < 0.5),
-        skip_source_lowering=maybe(lambda r: r.randrange(4)),
+        skip_source_lowering=maybe(lambda r: r.choice([0, 1, 2, 3, True, False])),
         inner_wrapper=maybe(_random_injected),
         inner_target=maybe(lambda r: r.choice(["self", "attn", 0, 3])),
         inner_out_src=maybe(_random_injected),
@@ -324,7 +339,7 @@ def random_plan(seed: int) -> ShardingPlan:
         special_handlers={
             k: rng.choice(_NAME_POOL) for k in rng.sample(_NAME_POOL, rng.randrange(3))
         },
-        mesh_dim_names=tuple(rng.sample(AXES, rng.randrange(5))),
+        mesh_dim_names=None if rng.random() < 0.2 else tuple(rng.sample(AXES, rng.randrange(5))),
         tied_pairs=[
             (rng.choice(_NAME_POOL), rng.choice(_NAME_POOL)) for _ in range(rng.randrange(3))
         ],

@@ -24,9 +24,7 @@ from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from shardplan.targets import Target, target_of_callable
 from tests import strategies
-from tests.conftest import FIXTURES
-
-FIXTURE = FIXTURES / "qwen3_moe_codegen_meta.json"
+from tests.shared_fixtures import QWEN3_MOE, shared_fixture, shared_fixture_or_none
 
 
 def outcome(call: Callable[[], Any], error: type[ValueError]) -> tuple[str, Any]:
@@ -151,7 +149,9 @@ def _injected(value: Any) -> Any:
     if value is None or isinstance(value, (str, Target)):
         return value
     if isinstance(value, dict):
-        return _table(value)
+        if all(isinstance(named, dict) for named in value.values()):
+            return _table(value)  # a contract {name: {axis: placement}}
+        return {_axis(a): p for a, p in value.items()}  # a named placement {axis: placement}
     return target_of_callable(value, "")
 
 
@@ -234,7 +234,8 @@ def _base_documents() -> list[dict[str, Any]]:
     # Drawing whole plans costs ~20 ms an example; the fuzzer plants its defects in a few
     # fixed documents instead (the real artifact and fully populated random plans), so it
     # can afford tens of thousands of examples.
-    seeds = [json.loads(FIXTURE.read_text())]
+    real = shared_fixture_or_none(QWEN3_MOE)  # absent on a clone without ../shared
+    seeds = [json.loads(real.read_text())] if real else []
     for seed in range(8):
         seeds.append(strategies.frozen_json(strategies.random_plan(seed)))
     return seeds
@@ -286,7 +287,7 @@ def test_load_meta_reads_the_file_it_is_given(tmp_path: Any) -> None:
 
 @pytest.fixture(scope="module")
 def fixture_meta() -> CodegenMeta:
-    return load_meta(FIXTURE)
+    return load_meta(shared_fixture(QWEN3_MOE))
 
 
 @pytest.mark.parametrize("implementation", ["generated", "reference"])

@@ -134,7 +134,10 @@ def full_spec() -> ModuleShardingSpec:
         ("_deferred_bias_params", ("bias",), ["bias"]),
         ("skip_source_lowering", None, ABSENT),
         ("skip_source_lowering", 0, ABSENT),
+        ("skip_source_lowering", False, ABSENT),
         ("skip_source_lowering", 3, 3),
+        # The meta normalizer's marker: only an explicit True is ever written (SPEC §4).
+        ("skip_source_lowering", True, True),
     ],
     ids=case_id,
 )
@@ -164,6 +167,9 @@ def test_default_spec_writes_only_is_boundary() -> None:
         ("inner_target", "", ""),
         ("inner_out_src", None, ABSENT),
         ("inner_out_src", {"out": {"tp": Shard(0)}}, {"out": {"tp": "S(0)"}}),
+        # The common shape: one named placement {axis: placement}.
+        ("inner_out_src", {"tp": Shard(0), "cp": Replicate()}, {"tp": "S(0)", "cp": "R"}),
+        ("inner_out_src", {}, {}),
         ("inner_out_src", "registry_name", "registry_name"),
         ("local_compute_fn", None, ABSENT),
         (
@@ -313,7 +319,14 @@ def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
         ("inner_wrapper", "registry_name", "inner_wrapper", "registry_name"),
         ("inner_target", "self", "inner_target", "self"),
         ("inner_out_src", {"out": {"tp": "S(0)"}}, "inner_out_src", {"out": {"tp": Shard(0)}}),
+        (
+            "inner_out_src",
+            {"cp": "S(1)", "tp": "R"},
+            "inner_out_src",
+            {"cp": Shard(1), "tp": Replicate()},
+        ),
         ("inner_out_src", "registry_name", "inner_out_src", "registry_name"),
+        ("skip_source_lowering", True, "skip_source_lowering", True),
         ("local_compute_fn", {"_target_": "pkg.mod.fn"}, "local_compute_fn", Target("pkg.mod.fn")),
         ("ep_stack", {"experts": [1, 2]}, "_ep_stack", {"experts": [1, 2]}),
         ("ep_size", 2, "_ep_size", 2),
@@ -359,6 +372,13 @@ class Opaque:
         ("params", {1: {"tp": Shard(0)}}, ".params"),
         ("in_src", {"x": {"tp": {"deeper": Shard(0)}}}, '.in_src["x"]["tp"]'),
         ("is_boundary", [True], ".is_boundary"),
+        # scalar writes these, but is_boundary is rebuilt by bool_default_true: refused.
+        ("is_boundary", 1, ".is_boundary"),
+        ("is_boundary", 0, ".is_boundary"),
+        ("is_boundary", "yes", ".is_boundary"),
+        ("is_boundary", 2.5, ".is_boundary"),
+        ("inner_out_src", {"tp": Shard(0), "x": {"tp": Shard(0)}}, '.inner_out_src["x"]'),
+        ("inner_out_src", {"x": {"tp": Shard(0)}, "tp": Shard(0)}, '.inner_out_src["tp"]'),
         ("region_dispatch", Opaque(), ".region_dispatch"),
         ("inner_wrapper", lambda x: x, ".inner_wrapper"),
         ("inner_wrapper", {"_target_": "pkg.mod.fn"}, ".inner_wrapper"),
@@ -373,7 +393,8 @@ class Opaque:
         ("_ep_stack", ["k"], "._ep_stack"),
         ("_ep_size", True, "._ep_size"),
         ("_ep_size", 2.0, "._ep_size"),
-        ("skip_source_lowering", True, ".skip_source_lowering"),
+        ("skip_source_lowering", 1.5, ".skip_source_lowering"),
+        ("skip_source_lowering", "1", ".skip_source_lowering"),
     ],
     ids=case_id,
 )

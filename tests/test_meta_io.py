@@ -13,20 +13,18 @@ import pytest
 from shardplan import reference
 from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.targets import Target
+from tests.shared_fixtures import QWEN3_MOE, shared_fixture
 
-FIXTURE = (
-    Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "qwen3_moe_codegen_meta.json"
-)
 
 
 @pytest.fixture(scope="module")
 def fixture_text() -> str:
-    return FIXTURE.read_text(encoding="utf-8")
+    return shared_fixture(QWEN3_MOE).read_text(encoding="utf-8")
 
 
 @pytest.fixture
 def fixture_meta() -> CodegenMeta:
-    return load_meta(FIXTURE)
+    return load_meta(shared_fixture(QWEN3_MOE))
 
 
 def rules_by_match(rules: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

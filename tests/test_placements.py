@@ -129,7 +129,8 @@ def test_malformed_placement_text_is_a_meta_error_naming_text_and_forms(text: st
         (None, "null"),
         (True, "boolean"),
         (["R"], "array"),
-        (b"R", "bytes"),
+        (b"R", "Python bytes"),  # only a meta built in Python holds one: named as such
+        (("R",), "Python tuple"),
     ],
     ids=repr,
 )
