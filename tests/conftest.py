@@ -24,7 +24,6 @@ settings.register_profile("dev", max_examples=200, deadline=None, suppress_healt
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
 # What the generator needs to run in a copy: the config, the table and spec, itself, its templates.
 COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
 
