@@ -16,16 +16,18 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
+from shardplan.placement_text import (
+    INT,
+    MAX_INT_DIGITS,
+    REDUCE_OPS,
+    SHARD,
+    STRIDED_SHARD,
+)
 
-# The reduce ops torch's c10d knows, less premul_sum, whose factor has no text form.
-REDUCE_OPS = ("avg", "band", "bor", "bxor", "max", "min", "product", "sum")
-# Dims and factors are bounded so that every accepted text fits torch's int64 fields.
-MAX_INT_DIGITS = 9
-_INT = rf"(0|-?[1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}})"
-_POS = rf"([1-9][0-9]{{0,{MAX_INT_DIGITS - 1}}})"
-_SHARD_RE = re.compile(rf"S\({_INT}\)")
-_STRIDED_RE = re.compile(rf"SS\({_INT},{_POS}\)")
-_LOW_FACTOR_RE = re.compile(rf"SS\({_INT},(0|-[0-9]+)\)")
+_SHARD_RE = re.compile(SHARD)
+_STRIDED_RE = re.compile(STRIDED_SHARD)
+# Wider than the grammar on purpose: they only shape the error message of a near miss.
+_LOW_FACTOR_RE = re.compile(rf"SS\({INT},(0|-[0-9]+)\)")
 _PARTIAL_RE = re.compile(r"P\(([a-z_]+)\)")
 EXPECTED_FORMS = "expected S(dim), SS(dim,factor), R or P(op)"
 

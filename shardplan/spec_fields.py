@@ -25,7 +25,10 @@ class SpecField:
 
     ``name`` is the ModuleShardingSpec attribute, ``key`` the key it is frozen under,
     ``freeze``/``rebuild`` name the conversion kinds, and ``post_init`` marks a field
-    that is not a constructor argument and is set after the spec is built.
+    that is not a constructor argument and is set after the spec is built. ``doc`` is
+    the one-line description the artifact's schema and field reference show;
+    ``aliases`` are keys the field was frozen under before: rebuild still reads them,
+    freeze writes ``key``.
     """
 
     name: str
@@ -34,51 +37,75 @@ class SpecField:
     freeze: str = ""
     rebuild: str = ""
     post_init: bool = False
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class RetiredKey:
+    """A key of a removed row: rebuild accepts it (strict mode too) and drops it.
+
+    Retiring, not deleting, keeps artifacts written before the removal loading.
+    """
+
+    key: str
+    group: str  # param_plan or injections: where the key used to be written
+    reason: str
+
+
+# One row a field, in frozen key order, each with the one-line doc the artifact's schema
+# and field reference show. Kept as a table (black would put every argument on a line).
+# fmt: off
 SPEC_FIELDS: tuple[SpecField, ...] = (
-    SpecField("params", "params", GROUP_PARAM_PLAN, "placement_map", "placement_map"),
-    SpecField("in_src", "in_src", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
-    SpecField("in_dst", "in_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
-    SpecField("out_src", "out_src", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
-    SpecField("out_dst", "out_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements"),
-    SpecField("out_names", "out_names", GROUP_PARAM_PLAN, "name_list", "name_list"),
-    SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list"),
-    SpecField("is_boundary", "is_boundary", GROUP_PARAM_PLAN, "scalar", "bool_default_true"),
-    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar"),
-    SpecField(
-        "_deferred_bias_params",
-        "deferred_bias_params",
-        GROUP_PARAM_PLAN,
-        "name_list",
-        "tuple_empty",
-        post_init=True,
-    ),
-    SpecField(
-        "skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN, "int_truthy", "opt_scalar"
-    ),
-    SpecField(
-        "inner_wrapper", "inner_wrapper", GROUP_INJECTIONS, "value_to_dict", "injection_target"
-    ),
-    SpecField("inner_target", "inner_target", GROUP_INJECTIONS, "plain", "opt_scalar"),
-    SpecField(
-        "inner_out_src", "inner_out_src", GROUP_INJECTIONS, "value_to_dict", "injection_target"
-    ),
-    SpecField(
-        "local_compute_fn",
-        "local_compute_fn",
-        GROUP_INJECTIONS,
-        "value_to_dict",
-        "injection_target",
-    ),
-    SpecField("_ep_stack", "ep_stack", GROUP_INJECTIONS, "dict_copy", "dict_copy"),
-    SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy"),
+    SpecField("params", "params", GROUP_PARAM_PLAN, "placement_map", "placement_map",
+              doc="Parameter path (relative to the module) -> named placement; {} shards nothing."),
+    SpecField("in_src", "in_src", GROUP_PARAM_PLAN, "named_placements", "named_placements",
+              doc="Input name -> the placement the input arrives in."),
+    SpecField("in_dst", "in_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements",
+              doc="Input name -> the placement the module computes on."),
+    SpecField("out_src", "out_src", GROUP_PARAM_PLAN, "named_placements", "named_placements",
+              doc="Output name -> the placement the module produces."),
+    SpecField("out_dst", "out_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements",
+              doc="Output name -> the placement the output is redistributed to."),
+    SpecField("out_names", "out_names", GROUP_PARAM_PLAN, "name_list", "name_list",
+              doc="The declared order of the module's outputs."),
+    SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list",
+              doc="Attributes divided by the TP degree; [] clears an inherited list."),
+    SpecField("is_boundary", "is_boundary", GROUP_PARAM_PLAN, "scalar", "bool_default_true",
+              doc="Whether inputs and outputs are redistributed at this module."),
+    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",
+              doc="Whether the module dispatches its region as a whole."),
+    SpecField("_deferred_bias_params", "deferred_bias_params", GROUP_PARAM_PLAN,
+              "name_list", "tuple_empty", post_init=True,
+              doc="Biases added after the reduction instead of inside the sharded op."),
+    SpecField("skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN,
+              "int_truthy", "opt_scalar",
+              doc="A producer's marker (a truthy int or true): keep the module's source."),
+    SpecField("inner_wrapper", "inner_wrapper", GROUP_INJECTIONS,
+              "value_to_dict", "injection_target",
+              doc="Wraps the module's inner computation: a Target or a registry name."),
+    SpecField("inner_target", "inner_target", GROUP_INJECTIONS, "plain", "opt_scalar",
+              doc='What the inner wrapper wraps: an attribute name, or "self".'),
+    SpecField("inner_out_src", "inner_out_src", GROUP_INJECTIONS,
+              "value_to_dict", "injection_target",
+              doc="The inner wrapper's output: a registry name, named placement or contract."),
+    SpecField("local_compute_fn", "local_compute_fn", GROUP_INJECTIONS,
+              "value_to_dict", "injection_target",
+              doc="Computes the module's local shard (e.g. expert compute): a Target."),
+    SpecField("_ep_stack", "ep_stack", GROUP_INJECTIONS, "dict_copy", "dict_copy",
+              doc="Expert-parallel configuration handed to local_compute_fn."),
+    SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",
+              doc="The expert-parallel degree; absent means 0, no expert parallelism."),
     SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),
     SpecField("_is_terminal", "", GROUP_EXEMPT),
     SpecField("_needs_cp_attn", "", GROUP_EXEMPT),
     SpecField("_resolved_inner_wrapper", "", GROUP_EXEMPT),
     SpecField("_resolved_inner_target", "", GROUP_EXEMPT),
 )
+# fmt: on
+
+# Keys of removed rows that artifacts may still hold: rebuild accepts and drops them.
+RETIRED_KEYS: tuple[RetiredKey, ...] = ()
 
 
 def fields_for_group(
@@ -90,10 +117,14 @@ def fields_for_group(
     return tuple(f for f in fields if f.group == group)
 
 
-def table_digest(fields: tuple[SpecField, ...] | None = None) -> str:
-    """sha256 over the table rows (default: SPEC_FIELDS as it is now), in order."""
-    rows = json.dumps([astuple(f) for f in (SPEC_FIELDS if fields is None else fields)])
-    return hashlib.sha256(rows.encode("utf-8")).hexdigest()
+def table_digest(
+    fields: tuple[SpecField, ...] | None = None, retired: tuple[RetiredKey, ...] | None = None
+) -> str:
+    """sha256 over the table rows and the retired keys (default: as they are now), in order."""
+    rows = [astuple(f) for f in (SPEC_FIELDS if fields is None else fields)]
+    gone = [astuple(r) for r in (RETIRED_KEYS if retired is None else retired)]
+    text = json.dumps({"rows": rows, "retired": gone} if gone else rows)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class StaleGeneratedCode(ImportError):
