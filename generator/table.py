@@ -18,29 +18,18 @@ from typing import Any
 
 from generator.config import Config
 from generator.errors import GeneratorError
+from shardplan.plan_meta import MATCH_KEY
 
 # The group names of SPEC §2. Kinds are not listed here: they are the macros of kinds.j2.
 PARAM_PLAN, INJECTIONS, EXEMPT = "param_plan", "injections", "exempt"
 GROUPS = (PARAM_PLAN, INJECTIONS, EXEMPT)
 
-# Names the templates bind inside generated functions; a field local may not shadow them.
-TEMPLATE_LOCALS = frozenset(
-    {
-        "entry",
-        "fqn",
-        "index",
-        "injections",
-        "meta",
-        "param_plan",
-        "path",
-        "plan",
-        "rule",
-        "rules",
-        "spec",
-        "strict",
-        "value",
-    }
-)
+# Keys the artifact format itself uses inside an entry or a rule, by group, and why: a row
+# frozen under one of them would overwrite it (shardplan.plan_meta writes and reads them).
+RESERVED_KEYS: dict[str, dict[str, str]] = {
+    PARAM_PLAN: {},
+    INJECTIONS: {MATCH_KEY: "it names the module FQN a rule applies to"},
+}
 
 
 @dataclass(frozen=True)
@@ -93,6 +82,11 @@ def _import(target: str, root: Path, what: str) -> tuple[Any, Any]:
         sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as exc:  # user code may call sys.exit(); that must not end specgen
+        raise GeneratorError(
+            f"importing the {what} module {module_name!r} called sys.exit({exc.code!r}); "
+            "it must only define data: remove the exit from the module's top level"
+        ) from None
     except Exception as exc:  # the table module is user code: report, never traceback
         raise GeneratorError(f"cannot import the {what} module {module_name!r}: {exc}") from None
     if not hasattr(module, attribute):
@@ -146,11 +140,6 @@ def _row_problems(
     problems = []
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
-    elif row.name in TEMPLATE_LOCALS:
-        problems.append(
-            f"name {row.name!r} would shadow a local of the generated code.\n"
-            f"  Rename the field; reserved: {', '.join(sorted(TEMPLATE_LOCALS))}."
-        )
     elif row.name not in spec_fields:
         problems.append(
             f"the spec class has no field {row.name!r}.\n"
@@ -170,6 +159,11 @@ def _row_problems(
         return problems
     if not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
+    elif row.key in RESERVED_KEYS.get(row.group, {}):
+        problems.append(
+            f"key {row.key!r} is reserved by the artifact format in {row.group}: "
+            f"{RESERVED_KEYS[row.group][row.key]}.\n  Choose another key."
+        )
     for step in ("freeze", "rebuild"):
         kind = getattr(row, step)
         if kind not in kinds[step]:
