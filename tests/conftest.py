@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,11 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures"
 # What the generator needs to run in a copy: the config, the table and spec, itself, its templates.
 COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
+SPEC_FILE = "shardplan/spec.py"
+TABLE_FILE = "shardplan/spec_fields.py"
+# Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).
+LAST_SPEC_FIELD = "    _resolved_inner_target: Any = None\n"
+FIRST_EXEMPT_ROW = '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n'
 
 
 def copy_repo(destination: Path) -> Path:
@@ -52,10 +58,21 @@ def repo_copy(tmp_path: Path) -> Path:
 def run_in(
     root: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python args...`` with ``root`` as the working folder and first on the path."""
-    environ = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
+    """Run ``python args...`` with ``root`` as the working folder and first on the path.
+
+    ``-S`` skips the .pth files of site-packages, and with them the editable install of the
+    real checkout: otherwise a module missing from the copy would be found in the checkout.
+    The installed dependencies stay importable through PYTHONPATH.
+    """
+    path = os.pathsep.join([str(root), *site.getsitepackages()])
+    environ = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run(
-        [sys.executable, *args], cwd=root, env=environ, capture_output=True, text=True, timeout=120
+        [sys.executable, "-S", *args],
+        cwd=root,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -73,3 +90,27 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
+
+
+def insert_text(path: Path, anchor: str, text: str, *, before: bool = False) -> None:
+    """Insert ``text`` right after (or before) ``anchor``, which must occur exactly once."""
+    content = path.read_text()
+    assert content.count(anchor) == 1, f"test setup: {anchor!r} not once in {path}"
+    path.write_text(content.replace(anchor, text + anchor if before else anchor + text))
+
+
+def add_field(root: Path, name: str, row: str) -> None:
+    """Add ``name: object = None`` to the spec class and ``row`` to the table of ``root``.
+
+    Rows go after the last crossing row, so an added row's number is ``added_row_number()``.
+    """
+    insert_text(root / SPEC_FILE, LAST_SPEC_FIELD, f"    {name}: object = None\n")
+    insert_text(root / TABLE_FILE, FIRST_EXEMPT_ROW, f"    {row},\n", before=True)
+
+
+def added_row_number(index: int = 0) -> int:
+    """The table row number of the ``index``-th row add_field() added to a copy."""
+    from shardplan.spec_fields import SPEC_FIELDS
+
+    names = [f.name for f in SPEC_FIELDS]
+    return names.index("_tp_local_attr_plan") + 1 + index
