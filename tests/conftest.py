@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures"
 # What the generator needs to run in a copy: the config, the table and spec, itself, its templates.
 COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
+# Where the installed dependencies are, read off sys.path (not site.getsitepackages(), which
+# under -S forgets the venv): a nested run_in must find them too.
+SITE_PACKAGES = [entry for entry in sys.path if Path(entry).name == "site-packages"]
 SPEC_FILE = "shardplan/spec.py"
 TABLE_FILE = "shardplan/spec_fields.py"
 # Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).
@@ -64,7 +66,7 @@ def run_in(
     real checkout: otherwise a module missing from the copy would be found in the checkout.
     The installed dependencies stay importable through PYTHONPATH.
     """
-    path = os.pathsep.join([str(root), *site.getsitepackages()])
+    path = os.pathsep.join([str(root), *SITE_PACKAGES])
     environ = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run(
         [sys.executable, "-S", *args],
