@@ -24,11 +24,11 @@ test: $(STAMP)
 
 # Regenerate generated/ from the field table and templates/ (never imports torch).
 codegen: $(STAMP)
-	$(BIN)/python -m generator
+	$(BIN)/python -m generator generate
 
 # Fail with a diff and the fix if generated/ drifted from the table or templates.
 check: $(STAMP)
-	$(BIN)/python -m generator --check
+	$(BIN)/python -m generator check
 
 # generated/ must pass mypy --strict: it is code a reviewer reads like hand-written code.
 mypy: $(STAMP)

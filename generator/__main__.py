@@ -1,42 +1,101 @@
 """The command line: ``specgen`` / ``python -m generator``.
 
-Exit status: 0 done (or no drift), 1 drift found by --check, 2 bad input.
+    specgen [--root DIR] generate   write generated/ (the default when no command is given)
+    specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
+    specgen [--root DIR] diff       write nothing; print the diff only
+    specgen [--root DIR] table      print the field table
+    specgen demo [OPTIONS]          shard an example model on two CPU processes
+
+``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
+``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
+are the named ``ExitStatus`` values.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from enum import IntEnum
 from pathlib import Path
 
 from generator.config import find_root, load_config
-from generator.emit import FIX_COMMAND, compare, write
+from generator.emit import compare, write
 from generator.errors import GeneratorError
 from generator.pipeline import generate, load_validated_table
+
+COMMANDS = ("generate", "check", "diff", "table", "demo")
+
+
+class ExitStatus(IntEnum):
+    """What specgen's exit status means."""
+
+    OK = 0  # done; for check: generated/ matches the table and templates
+    DRIFT = 1  # check found generated/ differs from what the table and templates give
+    BAD_INPUT = 2  # bad table, template, configuration or command line; nothing written
+
+
+class UsageError(GeneratorError):
+    """A command line that means nothing (e.g. ``specgen table --check``)."""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specgen",
         description="Render generated/ from the field table and templates/ (see [tool.specgen]).",
+        epilog="exit status: 0 ok, 1 drift (check), 2 bad input or usage",
     )
-    parser.add_argument(
-        "command",
-        nargs="?",
-        default="generate",
-        choices=("generate", "table", "demo"),
-        help="generate (default): write generated/; table: print the field table; "
-        "demo: shard an example model on two CPU processes from a frozen plan (specgen demo --help)",
-    )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 on drift, with a diff"
-    )
-    mode.add_argument("--diff", action="store_true", help="write nothing; print the diff only")
     parser.add_argument(
         "--root", type=Path, help="project folder (default: found from the current one)"
     )
+    alias = parser.add_mutually_exclusive_group()
+    alias.add_argument("--check", action="store_true", help="same as `specgen check`")
+    alias.add_argument("--diff", action="store_true", help="same as `specgen diff`")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    helps = {
+        "generate": "write the changed files of generated/, all or nothing (the default)",
+        "check": "write nothing; exit 1 on drift, with a unified diff and the fix",
+        "diff": "write nothing; print the unified diff only",
+        "table": "print the field table as a text table, with its digest",
+    }
+    for name, help_text in helps.items():
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        # SUPPRESS: an option given before the command is not reset by the subparser. The
+        # aliases are accepted here only to be refused with a clear message (_command).
+        command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder")
+        command.add_argument(
+            "--check", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        command.add_argument(
+            "--diff", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+    # Only listed here: `specgen demo ...` is forwarded to shardplan.demo before parsing.
+    commands.add_parser(
+        "demo",
+        add_help=False,
+        help="shard an example model on two CPU processes from a frozen plan (specgen demo --help)",
+    )
     return parser
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command to run, refusing combinations that mean nothing."""
+    alias = "--check" if args.check else "--diff" if args.diff else None
+    if args.command is None:
+        return {"--check": "check", "--diff": "diff", None: "generate"}[alias]
+    if alias:
+        raise UsageError(
+            f"`specgen {args.command} {alias}` means nothing: {alias} is the old spelling of "
+            f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
+            f"`specgen {alias[2:]}`"
+        )
+    if args.command == "demo":
+        # The demo runs the installed shardplan on an example model: a project folder
+        # means nothing to it, and silently regenerating instead would be worse.
+        raise UsageError(
+            "`specgen --root DIR demo` means nothing: the demo runs the installed shardplan, "
+            "not a project folder; run `specgen demo` (its options go after `demo`)"
+        )
+    return str(args.command)
 
 
 def format_table(config_root: Path) -> str:
@@ -53,38 +112,52 @@ def format_table(config_root: Path) -> str:
     return "\n".join(lines) + f"\n\ntable sha256: {table.digest}\n"
 
 
+def _run_command(command: str, root: Path) -> ExitStatus:
+    if command == "table":
+        sys.stdout.write(format_table(root))
+        return ExitStatus.OK
+    config = load_config(root)
+    expected = generate(config)
+    if command in ("check", "diff"):
+        drift = compare(config, expected)
+        sys.stdout.write(drift.diff)
+        if command == "check" and drift:
+            print(drift.report(config), file=sys.stderr)
+            return ExitStatus.DRIFT
+        return ExitStatus.OK
+    done = write(config, expected)
+    out = config.output_name
+    for name in done.written:
+        print(f"specgen: wrote {out}/{name}")
+    for name in done.removed:
+        print(f"specgen: removed {out}/{name} (generated, but no longer a declared output)")
+    if not done:
+        print(f"specgen: {out}/ is up to date")
+    return ExitStatus.OK
+
+
 def run(argv: list[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status (an ExitStatus, or the demo's own)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["demo"]:
         # The demo needs torch; imported only here so the generator itself never is.
         from shardplan.demo import main as demo
 
         return demo(argv[1:])
-    args = _parser().parse_args(argv)
+    parser = _parser()
     try:
+        args, unknown = parser.parse_known_args(argv)
+        if unknown and args.command != "demo":  # the demo's options: refused in _command
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    except SystemExit as exc:  # argparse: --help (0) or a usage error it printed (2)
+        return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
+    try:
+        command = _command(args)
         root = (args.root or find_root(Path.cwd())).resolve()
-        if args.command == "table":
-            sys.stdout.write(format_table(root))
-            return 0
-        config = load_config(root)
-        expected = generate(config)
-        if args.check or args.diff:
-            drift = compare(config, expected)
-            sys.stdout.write(drift.diff)
-            if args.check and drift:
-                print(drift.report(config), file=sys.stderr)
-                return 1
-            return 0
-        changed = write(config, expected)
-        for name in changed:
-            print(f"specgen: wrote {config.output_name}/{name}")
-        if not changed:
-            print(f"specgen: {config.output_name}/ is up to date")
-        return 0
+        return _run_command(command, root)
     except GeneratorError as exc:
         print(f"specgen: {exc}", file=sys.stderr)
-        return 2
+        return ExitStatus.BAD_INPUT
 
 
 def main() -> None:

@@ -1,26 +1,37 @@
-"""Read the generator's settings from ``[tool.specgen]`` in pyproject.toml."""
+"""Read the generator's settings from ``[tool.specgen]`` in pyproject.toml.
+
+Every setting is checked here, before anything is imported, rendered or written: a path
+outside the project, an undeclared output or a broken TOML file is a GeneratorError
+naming the setting and the fix.
+"""
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from generator.errors import GeneratorError
 
-REQUIRED_KEYS = ("table", "spec_class", "templates", "output")
+SECTION = "[tool.specgen]"
+REQUIRED_KEYS = ("table", "spec_class", "templates", "output", "outputs")
+# Output files are Python modules named by a plain file name: no folder, no hidden file.
+OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.py")
 
 
 @dataclass(frozen=True)
 class Config:
-    """Where the table, the spec class and the templates are, and where output goes."""
+    """Where the table, the spec class and the templates are, and what goes where."""
 
-    root: Path
+    root: Path  # the folder of pyproject.toml, resolved
     table: str  # "module:ATTRIBUTE"
     spec_class: str  # "module:Class"
-    templates: Path
-    output: Path
+    templates: Path  # a folder inside root
+    output: Path  # a folder inside root
+    outputs: tuple[str, ...]  # the declared output files, each rendered from "<name>.j2"
     black_pin: str  # the exact black version pinned in the `codegen` extra
 
     @property
@@ -28,17 +39,53 @@ class Config:
         """The output folder as written in generated code and messages: relative, POSIX."""
         return self.output.relative_to(self.root).as_posix()
 
+    @property
+    def templates_name(self) -> str:
+        """The templates folder as written in generated code and messages: relative, POSIX."""
+        return self.templates.relative_to(self.root).as_posix()
+
+
+def read_pyproject(pyproject: Path) -> dict[str, Any]:
+    """Parse a pyproject.toml; an unreadable or invalid file is a GeneratorError saying where."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GeneratorError(f"cannot read {pyproject}: {exc}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib's message already says "(at line L, column C)".
+        raise GeneratorError(
+            f"{pyproject} is not valid TOML: {exc}; fix the file and run again"
+        ) from None
+
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above ``start`` holding a pyproject.toml with [tool.specgen]."""
+    """The nearest folder at or above ``start`` holding a pyproject.toml with [tool.specgen].
+
+    A pyproject.toml that mentions specgen but is not valid TOML stops the search with the
+    TOML error: reporting "no section" for a file whose section is merely broken would send
+    the user looking in the wrong place.
+    """
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and "[tool.specgen]" in pyproject.read_text(encoding="utf-8"):
+        if not pyproject.is_file():
+            continue
+        try:
+            mentions_specgen = "specgen" in pyproject.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if mentions_specgen and isinstance(_section(read_pyproject(pyproject)), dict):
             return folder
     raise GeneratorError(
-        f"no pyproject.toml with a [tool.specgen] section at or above {start}; "
+        f"no pyproject.toml with a {SECTION} section at or above {start}; "
         "run specgen inside the project or pass --root"
     )
+
+
+def _section(data: dict[str, Any]) -> object:
+    tool = data.get("tool", {})
+    return tool.get("specgen") if isinstance(tool, dict) else None
 
 
 def _black_pin(project: dict[str, object]) -> str:
@@ -54,29 +101,75 @@ def _black_pin(project: dict[str, object]) -> str:
     )
 
 
+def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
+    """A folder setting, resolved; it must be a relative path to a folder inside the project."""
+    setting = f'{pyproject}: {SECTION} {key} = "{value}"'
+    if Path(value).is_absolute() or PurePosixPath(value).is_absolute():
+        raise GeneratorError(
+            f"{setting} is an absolute path; give it relative to pyproject.toml "
+            f'(e.g. "{Path(value).name or key}")'
+        )
+    folder = (root / value).resolve()
+    if folder == root:
+        raise GeneratorError(f"{setting} is the project folder itself; name a folder inside it")
+    if not folder.is_relative_to(root):
+        raise GeneratorError(
+            f"{setting} points outside the project ({root}); specgen reads and writes only "
+            "inside it: name a folder inside the project"
+        )
+    return folder
+
+
+def _outputs(pyproject: Path, value: object) -> tuple[str, ...]:
+    example = '["__init__.py", "freeze.py", "rebuild.py"]'
+    if not isinstance(value, list) or not value:
+        raise GeneratorError(
+            f"{pyproject}: {SECTION} outputs must be a non-empty list of the files the "
+            f"generator writes, each from its template <name>.j2, e.g. outputs = {example}"
+        )
+    for name in value:
+        if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
+            raise GeneratorError(
+                f"{pyproject}: {SECTION} outputs: {name!r} is not a Python file name "
+                f"(a module name plus .py, no folder), e.g. outputs = {example}"
+            )
+    duplicates = sorted({name for name in value if value.count(name) > 1})
+    if duplicates:
+        raise GeneratorError(
+            f"{pyproject}: {SECTION} outputs lists {', '.join(duplicates)} more than once; "
+            "list each output once"
+        )
+    return tuple(value)
+
+
 def load_config(root: Path) -> Config:
     """Parse ``root/pyproject.toml``; every missing or malformed setting is a GeneratorError."""
+    root = root.resolve()
     pyproject = root / "pyproject.toml"
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise GeneratorError(f"cannot read {pyproject}: {exc}") from None
-    section = data.get("tool", {}).get("specgen")
+    data = read_pyproject(pyproject)
+    section = _section(data)
     if not isinstance(section, dict):
-        raise GeneratorError(f"{pyproject} has no [tool.specgen] section")
+        tool = data.get("tool", {})
+        close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
+        hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
+        raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
     for key in REQUIRED_KEYS:
+        if key == "outputs":
+            continue  # a list, checked by _outputs
         if not isinstance(section.get(key), str) or not section[key]:
-            raise GeneratorError(f"{pyproject}: [tool.specgen] needs a string `{key}`")
+            raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
     for key in ("table", "spec_class"):
         if not re.fullmatch(r"[\w.]+:\w+", section[key]):
             raise GeneratorError(
-                f'{pyproject}: [tool.specgen] {key} = "{section[key]}" must read "package.module:NAME"'
+                f'{pyproject}: {SECTION} {key} = "{section[key]}" must read "package.module:NAME"'
             )
+    project = data.get("project", {})
     return Config(
         root=root,
         table=section["table"],
         spec_class=section["spec_class"],
-        templates=root / section["templates"],
-        output=root / section["output"],
-        black_pin=_black_pin(data.get("project", {})),
+        templates=_folder(root, pyproject, "templates", section["templates"]),
+        output=_folder(root, pyproject, "output", section["output"]),
+        outputs=_outputs(pyproject, section.get("outputs")),
+        black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )

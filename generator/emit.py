@@ -1,18 +1,22 @@
 """The last step: black, the header stamp, then write-if-changed or compare.
 
-This is the only module that touches the disk. Writes are atomic and only happen
-after every file has rendered and formatted, so a failure leaves generated/ as it was.
+This is the only module that touches the disk. Nothing is written until every file has
+rendered and formatted, and the write is all-or-nothing across files: every changed file
+is staged beside its target first, then all are renamed into place; if any step fails, the
+staged files are removed and the files already replaced are put back, so a failure leaves
+the output folder as it was (or, if even that fails, says exactly which files changed).
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib.metadata
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import importlib.metadata
 
 import black
 from black.mode import Mode, TargetVersion
@@ -22,7 +26,6 @@ import generator
 from generator.config import Config
 from generator.errors import GeneratorError
 from generator.table import Table
-from shardplan.atomic import atomic_write_bytes
 
 MARKER = "@generated"
 FIX_COMMAND = "make codegen"
@@ -66,7 +69,7 @@ def format_source(source: str, name: str) -> str:
 
 def stamp(body: str, table: Table, config: Config, digest: str) -> str:
     """Prefix the header: marker, do-not-edit, how to regenerate, and the two digests."""
-    templates = config.templates.relative_to(config.root).as_posix()
+    templates = config.templates_name
     header = (
         f"# {MARKER} by `{FIX_COMMAND}` from {table.source_file} and {templates}/. DO NOT EDIT.\n"
         f"# Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.\n"
@@ -106,31 +109,88 @@ class Drift:
         ]
         lines += [f"{out}/{name} is missing." for name in self.missing]
         lines += [
-            f"{out}/{name} is an orphan: no template produces it (remove it, or restore its template)."
+            f"{out}/{name} is an orphan: it is not a declared output (remove it, or add it to "
+            "outputs in [tool.specgen] and restore its template)."
             for name in self.orphans
         ]
         lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ reading the output folder
+
+
+def _fix_for(exc: OSError, what: str) -> str:
+    """The fix to suggest for a failed read or write of ``what``."""
+    if isinstance(exc, IsADirectoryError):
+        return f"remove the folder {what} and run again"
+    return f"make {what} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+
+
+def _check_output_folder(config: Config) -> None:
+    """Refuse an output folder, or a declared output, that is something other than expected.
+
+    A folder where a module should be cannot be replaced atomically, and removing a folder
+    the user made is not specgen's call: name it and stop before writing anything.
+    """
+    out = config.output_name
+    if config.output.exists() and not config.output.is_dir():
+        raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
+    for name in config.outputs:
+        path = config.output / name
+        if path.exists() and not path.is_file():
+            raise GeneratorError(
+                f"{out}/{name} is a folder (or another non-file), not a module: remove it "
+                f"(rm -r {out}/{name}) and run again"
+            )
+
+
+def _current(config: Config, name: str) -> bytes | None:
+    """The bytes of an output file on disk, or None when it does not exist."""
+    try:
+        return (config.output / name).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GeneratorError(
+            f"cannot read {config.output_name}/{name}: {exc.strerror}; "
+            f"{_fix_for(exc, f'{config.output_name}/{name}')}"
+        ) from None
+
+
 def _orphans(config: Config, expected: dict[str, str]) -> list[str]:
+    """The ``*.py`` files of the output folder that are not declared outputs, sorted."""
     if not config.output.is_dir():
         return []
     return sorted(p.name for p in config.output.glob("*.py") if p.name not in expected)
 
 
+def _generated_by_us(path: Path) -> bool:
+    """True when the file's first line carries the @generated marker; False if it is gone
+    (another run removed it first: that is fine, it was an orphan)."""
+    try:
+        with path.open("rb") as file:
+            first_line = file.readline()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False  # unreadable: not ours to remove
+    return MARKER.encode() in first_line
+
+
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
+    _check_output_folder(config)
     drift = Drift(orphans=_orphans(config, expected))
     diffs: list[str] = []
     for name, text in expected.items():
-        path = config.output / name
         label = f"{config.output_name}/{name}"
-        if not path.is_file():
+        data = _current(config, name)
+        if data is None:
             drift.missing.append(name)
             current = ""
         else:
-            current = path.read_bytes().decode("utf-8", errors="replace")
+            current = data.decode("utf-8", errors="replace")
             if current == text:
                 continue
             drift.changed.append(name)
@@ -146,20 +206,134 @@ def compare(config: Config, expected: dict[str, str]) -> Drift:
     return drift
 
 
-def write(config: Config, expected: dict[str, str]) -> list[str]:
-    """Write the files whose bytes changed, atomically; remove orphans we generated. Returns what changed."""
-    config.output.mkdir(parents=True, exist_ok=True)
-    changed = []
-    for name, text in expected.items():
+# ------------------------------------------------------------------ writing, all or nothing
+
+
+@dataclass
+class Written:
+    """What a write did: files replaced or created, and orphans removed."""
+
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.written or self.removed)
+
+
+def _stage(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to a new hidden temporary file beside ``folder/name``; return its path.
+
+    The name (".freeze.py.<random>.tmp") is never a module name, so a staged file left by a
+    killed run is neither imported nor taken for an orphan.
+    """
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        # mkstemp creates 0600; give the file the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return Path(tmp_name)
+
+
+def _remove_quietly(paths: list[Path]) -> None:
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass  # a staged file we cannot remove is hidden and ignored; nothing to add
+
+
+def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]]) -> list[str]:
+    """Put back the old bytes of the files already replaced; return those that could not be."""
+    stuck = []
+    for name, old in reversed(replaced):
         path = config.output / name
-        data = text.encode("utf-8")
-        if path.is_file() and path.read_bytes() == data:
-            continue  # write-if-changed: keep mtimes, so tools see no change
-        atomic_write_bytes(path, data)
-        changed.append(name)
-    for name in _orphans(config, expected):
-        path = config.output / name
-        if MARKER in path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]:
-            path.unlink()
-            changed.append(name)
-    return changed
+        try:
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                os.replace(_stage(config.output, name, old), path)
+        except OSError:
+            stuck.append(name)
+    return sorted(stuck)
+
+
+def write(config: Config, expected: dict[str, str]) -> Written:
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing.
+
+    Unchanged files are not touched (tools watching mtimes see no change). On failure,
+    raises GeneratorError naming the file and the fix, after restoring the folder.
+    """
+    _check_output_folder(config)
+    out = config.output_name
+    old = {name: _current(config, name) for name in expected}
+    changes = {
+        name: text.encode("utf-8")
+        for name, text in expected.items()
+        if old[name] != text.encode("utf-8")
+    }
+    orphans = [
+        name for name in _orphans(config, expected) if _generated_by_us(config.output / name)
+    ]
+    done = Written()
+    if not changes and not orphans:
+        return done
+
+    staged: dict[str, Path] = {}
+    try:
+        config.output.mkdir(parents=True, exist_ok=True)
+        for name, data in changes.items():
+            staged[name] = _stage(config.output, name, data)
+    except OSError as exc:
+        _remove_quietly(list(staged.values()))
+        raise GeneratorError(
+            f"cannot write to {out}/: {exc.strerror}; nothing was changed: "
+            f"{_fix_for(exc, f'{out}/')}"
+        ) from None
+
+    # Orphans are moved aside (not deleted) until every file is in place, so they can be
+    # put back too. One that is already gone was removed by a concurrent run: fine.
+    replaced: list[tuple[str, bytes | None]] = []
+    set_aside: list[tuple[str, Path]] = []
+    action, current = "replace", ""
+    try:
+        for name, tmp in staged.items():
+            current = name
+            os.replace(tmp, config.output / name)
+            replaced.append((name, old[name]))
+        action = "remove"
+        for name in orphans:
+            current = name
+            aside = config.output / f".{name}.{os.getpid()}.removed"
+            try:
+                os.replace(config.output / name, aside)
+            except FileNotFoundError:
+                continue
+            set_aside.append((name, aside))
+    except OSError as exc:
+        _remove_quietly([tmp for name, tmp in staged.items() if name not in dict(replaced)])
+        stuck = _roll_back(config, replaced)
+        for name, aside in set_aside:
+            try:
+                os.replace(aside, config.output / name)
+            except OSError:
+                stuck.append(name)
+        problem = f"cannot {action} {out}/{current}: {exc.strerror}"
+        fix = _fix_for(exc, f"{out}/{current}")
+        if stuck:
+            raise GeneratorError(
+                f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
+                f"(they hold the new text, every other file the old): {fix}"
+            ) from None
+        raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
+    _remove_quietly([aside for _, aside in set_aside])
+    done.written = [name for name, _ in replaced]
+    done.removed = [name for name, _ in set_aside]
+    return done

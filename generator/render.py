@@ -1,15 +1,19 @@
-"""Render every ``*.py.j2`` template with the validated table.
+"""Render each declared output from its template with the validated table.
 
 The set of known kinds is read off the macros of ``kinds.j2``: a kind exists when its
-macro does. Every literal reaches the output through ``pyrepr``, never raw.
+macro does. Every literal reaches the output through ``pyrepr``, never raw. The names the
+generated code binds are read off the rendered code itself (``check_name_clashes``), so no
+hand-kept list can fall behind the templates.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import json
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,8 @@ from generator.errors import GeneratorError
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
 
 KINDS_TEMPLATE = "kinds.j2"
-TEMPLATE_SUFFIX = ".py.j2"
+TEMPLATE_SUFFIX = ".j2"
+OUTPUT_TEMPLATE_SUFFIX = ".py.j2"
 
 
 def pyrepr(value: Any) -> str:
@@ -42,10 +47,39 @@ def path_suffix(key: str) -> str:
     return f".{key}" if key.isidentifier() else f"[{json.dumps(key)}]"
 
 
-def make_environment(templates: Path) -> jinja2.Environment:
+def _check_template_files(config: Config) -> None:
+    """Refuse a missing templates folder or a template that is not UTF-8, naming the place.
+
+    Jinja would report the first as "kinds.j2 not found" and the second as a bare
+    UnicodeDecodeError from deep inside its loader.
+    """
+    folder = config.templates_name
+    if not config.templates.is_dir():
+        raise GeneratorError(
+            f"the templates folder {folder}/ does not exist: restore it (git checkout -- "
+            f"{folder}), or fix `templates` in [tool.specgen] of pyproject.toml"
+        )
+    for path in sorted(config.templates.rglob(f"*{TEMPLATE_SUFFIX}")):
+        name = path.relative_to(config.root).as_posix()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise GeneratorError(f"cannot read {name}: {exc.strerror}") from None
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise GeneratorError(
+                f"{name}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8; "
+                "templates are read as UTF-8: save the file as UTF-8"
+            ) from None
+
+
+def make_environment(config: Config) -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
+    _check_template_files(config)
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates)),
+        loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -54,25 +88,36 @@ def make_environment(templates: Path) -> jinja2.Environment:
     )
     env.filters["pyrepr"] = pyrepr
     env.filters["path_suffix"] = path_suffix
+    env.globals["templates_folder"] = config.templates_name
     return env
 
 
-def _template_location(exc: BaseException) -> str:
+def _template_error(env: jinja2.Environment, exc: jinja2.TemplateError) -> GeneratorError:
+    """A one-place message for a Jinja error: ``templates/<file>:<line>: <what>``."""
+    folder = env.globals["templates_folder"]
+    if isinstance(exc, jinja2.TemplateNotFound):
+        return GeneratorError(f"{folder}/: template {exc.name!r} not found (imported by another)")
     # Jinja rewrites tracebacks so template frames carry the template's file and line.
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if frame.filename.endswith(".j2"):
-            return f"{Path(frame.filename).name}:{frame.lineno}"
-    lineno = getattr(exc, "lineno", None)
+        if frame.filename.endswith(TEMPLATE_SUFFIX):
+            return GeneratorError(f"{folder}/{Path(frame.filename).name}:{frame.lineno}: {exc}")
     name = getattr(exc, "name", None) or getattr(exc, "filename", None)
-    return f"{name}:{lineno}" if name else "templates"
+    lineno = getattr(exc, "lineno", None)
+    where = f"{folder}/{name}" + (f":{lineno}" if lineno else "") if name else f"{folder}/"
+    return GeneratorError(f"{where}: {exc}")
 
 
 def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
     """``{"freeze": (...), "rebuild": (...)}``: the kinds that have a macro in kinds.j2."""
+    folder = env.globals["templates_folder"]
+    if KINDS_TEMPLATE not in env.list_templates():
+        raise GeneratorError(
+            f"{folder}/{KINDS_TEMPLATE} is missing: it holds one macro per kind; restore it"
+        )
     try:
         module = env.get_template(KINDS_TEMPLATE).module
     except jinja2.TemplateError as exc:
-        raise GeneratorError(f"templates/{_template_location(exc)}: {exc}") from None
+        raise _template_error(env, exc) from None
     macros = sorted(name for name in dir(module) if not name.startswith("_"))
     return {
         step: tuple(name.removeprefix(f"{step}_") for name in macros if name.startswith(f"{step}_"))
@@ -80,9 +125,25 @@ def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
     }
 
 
-def template_names(env: jinja2.Environment) -> list[str]:
-    """The templates that become output files, sorted."""
-    return sorted(name for name in env.list_templates() if name.endswith(TEMPLATE_SUFFIX))
+def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
+    """Map each declared output to its template, refusing a missing or an undeclared one."""
+    folder = env.globals["templates_folder"]
+    available = set(env.list_templates())
+    for name in config.outputs:
+        if f"{name}{TEMPLATE_SUFFIX}" not in available:
+            raise GeneratorError(
+                f"{config.output_name}/{name} is a declared output, but its template "
+                f"{folder}/{name}{TEMPLATE_SUFFIX} is missing: restore the template, or remove "
+                f'"{name}" from outputs in [tool.specgen] of pyproject.toml'
+            )
+    for template in sorted(available):
+        output = template.removesuffix(TEMPLATE_SUFFIX)
+        if template.endswith(OUTPUT_TEMPLATE_SUFFIX) and output not in config.outputs:
+            raise GeneratorError(
+                f'{folder}/{template} renders no declared output: add "{output}" to outputs '
+                "in [tool.specgen] of pyproject.toml, or remove the template"
+            )
+    return {name: f"{name}{TEMPLATE_SUFFIX}" for name in config.outputs}
 
 
 # What the generated function around a macro's block binds: the spec (freeze), the
@@ -122,30 +183,110 @@ def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
 
 
 def render_all(env: jinja2.Environment, table: Table, config: Config) -> dict[str, str]:
-    """Render each template to Python source (unformatted), keyed by output file name."""
+    """Render each declared output to Python source (unformatted), keyed by file name."""
     try:
         context = _context(env, table)
     except jinja2.TemplateError as exc:
-        raise GeneratorError(f"templates/{_template_location(exc)}: {exc}") from None
+        raise _template_error(env, exc) from None
     except SyntaxError as exc:
         raise GeneratorError(
-            f"templates/{KINDS_TEMPLATE}: a macro rendered invalid Python: {exc.msg}\n"
-            f"  {(exc.text or '').strip()}"
+            f"{env.globals['templates_folder']}/{KINDS_TEMPLATE}: a macro rendered invalid "
+            f"Python: {exc.msg}\n  {(exc.text or '').strip()}"
         ) from None
     sources: dict[str, str] = {}
-    for name in template_names(env):
-        out_name = name.removesuffix(".j2")
+    for out_name, template in output_templates(env, config).items():
         module_file = f"{config.output_name}/{out_name}"
         try:
-            source = env.get_template(name).render(context, module_file=module_file)
+            source = env.get_template(template).render(context, module_file=module_file)
         except jinja2.TemplateError as exc:
-            raise GeneratorError(f"templates/{_template_location(exc)}: {exc}") from None
+            raise _template_error(env, exc) from None
         try:
             ast.parse(source, filename=module_file)
         except SyntaxError as exc:
             raise GeneratorError(
-                f"templates/{name} rendered invalid Python at line {exc.lineno}: {exc.msg}\n"
-                f"  {(exc.text or '').strip()}"
+                f"{config.templates_name}/{template} rendered invalid Python at line "
+                f"{exc.lineno}: {exc.msg}\n  {(exc.text or '').strip()}"
             ) from None
         sources[out_name] = source
     return sources
+
+
+# ------------------------------------------------------------------ name clashes
+
+
+def _probe_name(number: int) -> str:
+    # What a row's name becomes in the probe rendering; no real name looks like it.
+    return f"_specgen_probe_row_{number}_"
+
+
+@dataclasses.dataclass(frozen=True)
+class Use:
+    """How a generated module uses a name, said the way a reviewer would."""
+
+    name: str
+    how: str
+
+
+def _uses(tree: ast.Module) -> Iterator[Use]:
+    """Every name a module binds or reads, with how, in source order; attributes excluded."""
+
+    def walk(node: ast.AST, scope: str | None) -> Iterator[Use]:
+        local = f"a local of {scope}()" if scope else "a module-level name"
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                yield Use(alias.asname or alias.name, f"imports it from {node.module}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Use(alias.asname or alias.name.split(".")[0], "imports it")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield Use(node.name, "defines it")
+            for child in ast.iter_child_nodes(node):
+                yield from walk(child, node.name)
+            return
+        elif isinstance(node, ast.arg):
+            yield Use(node.arg, f"takes it as a parameter of {scope}()")
+        elif isinstance(node, ast.Name):
+            bound = isinstance(node.ctx, (ast.Store, ast.Del))
+            yield Use(node.id, f"binds it as {local}" if bound else "reads it")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                yield Use(name, f"declares it in {scope}()")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            yield Use(node.name, f"binds it as {local}")
+        for child in ast.iter_child_nodes(node):
+            yield from walk(child, scope)
+
+    yield from walk(tree, None)
+
+
+def check_name_clashes(env: jinja2.Environment, table: Table, config: Config) -> None:
+    """Refuse a row whose name the generated code would use for something else.
+
+    The templates are rendered once more with every row's name replaced by a probe name
+    no template can contain. In that rendering, a module that uses a row's probe name as a
+    Python name (a local the rebuild binds, say) must not use the row's real name for
+    anything else: that name is reserved there. So the reserved names are read off the
+    rendered code itself, whatever the templates bind today.
+    """
+    probe = dataclasses.replace(
+        table,
+        rows=tuple(dataclasses.replace(row, name=_probe_name(row.number)) for row in table.rows),
+    )
+    problems: list[str] = []
+    for out_name, source in render_all(env, probe, config).items():
+        uses = list(_uses(ast.parse(source)))
+        names = {use.name for use in uses}
+        first_use: dict[str, Use] = {}
+        for use in uses:
+            first_use.setdefault(use.name, use)
+        for row in table.rows:
+            if _probe_name(row.number) in names and row.name in first_use:
+                use = first_use[row.name]
+                problems.append(
+                    f"table row {row.number} ({row.name}): name {row.name!r} clashes with the "
+                    f"generated code: {config.output_name}/{out_name} names a Python variable "
+                    f"after the field, and already {use.how}.\n"
+                    "  Rename the field (and its row)."
+                )
+    if problems:
+        raise GeneratorError("\n".join(problems))

@@ -1,7 +1,36 @@
-"""The runtime entry points, backed by the generated straight-line code."""
+"""The runtime entry points, backed by the generated straight-line code.
+
+Before importing the generated modules (which load torch, seconds), this module checks
+they exist, so a missing one is reported at once with the command that makes it.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+
+from shardplan.spec_fields import MissingGeneratedCode
+
+GENERATED_MODULES = ("generated.freeze", "generated.rebuild")
+
+
+def _require_generated_code() -> None:
+    """Raise MissingGeneratedCode naming the first generated module that does not exist."""
+    for name in GENERATED_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # the generated package itself is missing
+            found = False
+        if not found:
+            raise MissingGeneratedCode(
+                f"{name.replace('.', '/')}.py is missing: the generated code was never "
+                "generated here, or was deleted.\n  Run `make codegen` and commit generated/.",
+                name=name,
+            )
+
+
+_require_generated_code()
+
+# After the check on purpose: these imports are the expensive part.
 from generated.freeze import freeze_injections, freeze_param_plan
 from generated.rebuild import rebuild_live_plan_from_meta
 from shardplan.meta import CodegenMeta

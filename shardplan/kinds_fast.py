@@ -31,7 +31,8 @@ from shardplan.kinds import (  # re-exported: no fast path needed
     rebuild_opt_scalar,
     rebuild_tuple_empty,
 )
-from shardplan.placements import MAX_INT_DIGITS, REDUCE_OPS, parse_placement
+from shardplan.placement_text import MAX_INT_DIGITS, REDUCE_OPS
+from shardplan.placements import parse_placement
 
 __all__ = [
     "admit",

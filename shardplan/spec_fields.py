@@ -131,10 +131,15 @@ class StaleGeneratedCode(ImportError):
     """A generated module was rendered from another version of the field table."""
 
 
+class MissingGeneratedCode(ModuleNotFoundError):
+    """A generated module does not exist: it was never generated, or was deleted."""
+
+
 def check_generated(module_file: str, digest: str) -> None:
     """The staleness guard every generated module runs on import.
 
-    It lives beside the table so generated modules need no loop over the table.
+    It lives beside the table so generated modules need no loop over the table, and it
+    imports nothing heavy: generated modules call it before they import torch.
     """
     if digest != table_digest():
         raise StaleGeneratedCode(

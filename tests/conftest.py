@@ -26,6 +26,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 REPO = Path(__file__).resolve().parents[1]
 # What the generator needs to run in a copy: the config, the table and spec, itself, its templates.
 COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
+# Where the installed dependencies are, read off sys.path (not site.getsitepackages(), which
+# under -S forgets the venv): a nested run_in must find them too.
+SITE_PACKAGES = [entry for entry in sys.path if Path(entry).name == "site-packages"]
+SPEC_FILE = "shardplan/spec.py"
+TABLE_FILE = "shardplan/spec_fields.py"
+# Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).
+LAST_SPEC_FIELD = "    _resolved_inner_target: Any = None\n"
+FIRST_EXEMPT_ROW = '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n'
 
 
 def copy_repo(destination: Path) -> Path:
@@ -51,10 +59,21 @@ def repo_copy(tmp_path: Path) -> Path:
 def run_in(
     root: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python args...`` with ``root`` as the working folder and first on the path."""
-    environ = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
+    """Run ``python args...`` with ``root`` as the working folder and first on the path.
+
+    ``-S`` skips the .pth files of site-packages, and with them the editable install of the
+    real checkout: otherwise a module missing from the copy would be found in the checkout.
+    The installed dependencies stay importable through PYTHONPATH.
+    """
+    path = os.pathsep.join([str(root), *SITE_PACKAGES])
+    environ = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run(
-        [sys.executable, *args], cwd=root, env=environ, capture_output=True, text=True, timeout=120
+        [sys.executable, "-S", *args],
+        cwd=root,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -72,3 +91,34 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
+
+
+def insert_text(path: Path, anchor: str, text: str, *, before: bool = False) -> None:
+    """Insert ``text`` right after (or before) ``anchor``, which must occur exactly once."""
+    content = path.read_text()
+    assert content.count(anchor) == 1, f"test setup: {anchor!r} not once in {path}"
+    path.write_text(content.replace(anchor, text + anchor if before else anchor + text))
+
+
+def add_field(root: Path, name: str, row: str) -> None:
+    """Add ``name: object = None`` to the spec class and ``row`` to the table of ``root``.
+
+    Rows go after the last crossing row, so an added row's number is ``added_row_number()``.
+    """
+    insert_text(root / SPEC_FILE, LAST_SPEC_FIELD, f"    {name}: object = None\n")
+    insert_text(root / TABLE_FILE, FIRST_EXEMPT_ROW, f"    {with_doc(row)},\n", before=True)
+
+
+def with_doc(row: str) -> str:
+    """``row`` with a doc, as every crossing row needs one, unless it has one or is exempt."""
+    if "doc=" in row or "GROUP_EXEMPT" in row or not row.endswith(")"):
+        return row
+    return row[:-1] + ', doc="A field added by a test.")'
+
+
+def added_row_number(index: int = 0) -> int:
+    """The table row number of the ``index``-th row add_field() added to a copy."""
+    from shardplan.spec_fields import SPEC_FIELDS
+
+    names = [f.name for f in SPEC_FIELDS]
+    return names.index("_tp_local_attr_plan") + 1 + index

@@ -16,7 +16,7 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan import reference
-from shardplan.placements import REDUCE_OPS
+from shardplan.placement_text import REDUCE_OPS
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.targets import Target
 

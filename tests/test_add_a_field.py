@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import run_in, run_specgen, snapshot
+from tests.conftest import REPO, copy_repo, run_in, run_specgen, snapshot
+from tests.shared_fixtures import SHARED_FIXTURES as FIXTURES
 
 SPEC = "shardplan/spec.py"
 TABLE = "shardplan/spec_fields.py"
@@ -39,8 +44,12 @@ GRAD_SCALE = NewField(
     name="grad_scale",
     declaration="grad_scale: float | None = None",
     after_declaration="skip_source_lowering: int | None = None",
-    row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar")',
-    after_row='SpecField(\n        "skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN, "int_truthy", "opt_scalar"\n    )',
+    row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar", doc="Loss scale.")',
+    after_row=(
+        'SpecField("skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN,\n'
+        '              "int_truthy", "opt_scalar",\n'
+        "              doc=\"A producer's marker (a truthy int or true): keep the module's source.\")"
+    ),
 )
 # Every field of ModuleShardingSpec has a default, so any place is legal; after _ep_size
 # keeps the injections group together, as the table does.
@@ -48,8 +57,11 @@ POST_HOOK = NewField(
     name="post_hook",
     declaration="post_hook: object = None",
     after_declaration="_ep_size: int = 0",
-    row='SpecField("post_hook", "post_hook", GROUP_INJECTIONS, "value_to_dict", "injection_target")',
-    after_row='SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy")',
+    row='SpecField("post_hook", "post_hook", GROUP_INJECTIONS, "value_to_dict", "injection_target", doc="Runs after forward.")',
+    after_row=(
+        'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",\n'
+        '              doc="The expert-parallel degree; absent means 0, no expert parallelism.")'
+    ),
 )
 
 
@@ -336,3 +348,85 @@ def test_row_added_without_codegen_makes_generated_code_refuse_to_load(
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"StaleGeneratedCode: {stale_module} is stale: the field table changed" in result.stderr
     assert "Run `make codegen` and commit generated/." in result.stderr
+
+
+# ------------------------------------------------------------------- README, step by step
+
+# Two more fields, as README's steps would add them: one per crossing group, each where it
+# sits in the frozen key order. Names differ from the ones above, so those tests still apply.
+GRAD_CLIP = NewField(
+    name="grad_clip",
+    declaration="grad_clip: float | None = None",
+    after_declaration=GRAD_SCALE.after_declaration,
+    row='SpecField("grad_clip", "grad_clip", GROUP_PARAM_PLAN, "scalar", "opt_scalar", doc="Clip norm.")',
+    after_row=GRAD_SCALE.after_row,
+)
+PRE_HOOK = NewField(
+    name="pre_hook",
+    declaration="pre_hook: Injected | None = None",
+    after_declaration=POST_HOOK.after_declaration,
+    row='SpecField("pre_hook", "pre_hook", GROUP_INJECTIONS, "value_to_dict", "injection_target", doc="Runs before forward.")',
+    after_row=POST_HOOK.after_row,
+)
+
+
+def _table_sensitive_tests() -> list[str]:
+    """The tests that look at the table's shape: rows, row numbers, per-field cases."""
+    from tests.test_generator import BAD_INPUTS
+
+    row_cases = [case for case, (_, message) in BAD_INPUTS.items() if "row" in message]
+    return [
+        "tests/test_table.py",
+        "tests/test_kinds.py",
+        "tests/test_fidelity.py::test_rebuild_of_freeze_restores_every_frozen_field",
+        "tests/test_generator.py::test_generated_code_matches_the_table_and_templates",
+        "tests/test_generator.py::test_table_command_prints_every_row",
+        "tests/test_generator.py::test_generated_code_has_one_block_per_field_in_table_order",
+        *(
+            f"tests/test_generator.py::test_bad_input_exits_2_with_a_message_and_touches_nothing[{case}]"
+            for case in row_cases
+        ),
+    ]
+
+
+def test_readme_steps_for_two_new_fields_leave_the_table_sensitive_tests_passing(
+    tmp_path: Path,
+) -> None:
+    root = copy_repo(tmp_path / "repo")
+    for name in ("tests", "Makefile"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / name)
+    if FIXTURES.is_dir():  # the real artifact sits beside the checkout; mirror that
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared" / "fixtures").symlink_to(FIXTURES)
+
+    # Steps 1 and 2: the dataclass field and its row, for each new field.
+    for new in (GRAD_CLIP, PRE_HOOK):
+        _add_field_and_row(root, new)
+    # Step 3: `make codegen`, the recipe itself, with this interpreter for the project's venv.
+    make = subprocess.run(
+        ["make", "-s", "codegen", "STAMP=", f"BIN={Path(sys.executable).parent}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert make.returncode == 0, make.stdout + make.stderr
+    assert "wrote generated/rebuild.py" in make.stdout
+
+    # `make test`, the tests that read the table, with no further edit.
+    result = run_in(
+        root,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *_table_sensitive_tests(),
+        env={"HYPOTHESIS_PROFILE": "dev"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout

@@ -4,21 +4,44 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import errno
 import json
+import os
 import re
-from collections.abc import Callable
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from generator import emit
+from generator.__main__ import ExitStatus
 from generator.config import load_config
 from generator.emit import check_formatter, compare
 from generator.errors import GeneratorError
-from generator.pipeline import generate
+from generator.pipeline import generate, load_validated_table
+from generator.table import load_table
 from shardplan.kinds import FREEZE_KINDS, REBUILD_KINDS
-from tests.conftest import REPO, run_in, run_specgen, snapshot
+from shardplan.spec_fields import GROUP_INJECTIONS, GROUP_PARAM_PLAN, SPEC_FIELDS, SpecField
+from tests.conftest import (
+    REPO,
+    add_field,
+    added_row_number,
+    copy_repo,
+    run_in,
+    run_specgen,
+    snapshot,
+    with_doc,
+)
 
-GENERATED_MODULES = ("freeze.py", "rebuild.py")
+CONFIG = load_config(REPO)
+OUTPUTS = CONFIG.outputs  # every file the generator writes, as declared in [tool.specgen]
+GENERATED_MODULES = tuple(name for name in OUTPUTS if name != "__init__.py")
+ROW = {f.name: number for number, f in enumerate(SPEC_FIELDS, start=1)}  # name -> row number
 
 
 def test_generated_code_matches_the_table_and_templates() -> None:
@@ -37,7 +60,7 @@ def test_output_is_byte_identical_across_hash_seeds(repo_copy: Path) -> None:
         for seed in ("0", "1", "4242", "random")
     }
     assert len(set(outputs.values())) == 1
-    assert set(json.loads(outputs["0"])) == {"__init__.py", *GENERATED_MODULES}
+    assert list(json.loads(outputs["0"])) == list(OUTPUTS)
 
 
 def test_second_run_writes_nothing(repo_copy: Path) -> None:
@@ -84,21 +107,54 @@ def _table(old: str, new: str) -> Edit:
     return _replace("shardplan/spec_fields.py", old, new)
 
 
+def _add_field(name: str, row: str) -> Edit:
+    def edit(root: Path) -> None:
+        add_field(root, name, row)
+
+    return edit
+
+
+def _write(relative: str, data: bytes | None) -> Edit:
+    """Write ``data`` to a file of the copy, or remove the file or folder when None."""
+
+    def edit(root: Path) -> None:
+        path = root / relative
+        if data is None:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        else:
+            path.write_bytes(data)
+
+    return edit
+
+
+def _append(relative: str, data: bytes) -> Edit:
+    def edit(root: Path) -> None:
+        path = root / relative
+        path.write_bytes(path.read_bytes() + data)
+
+    return edit
+
+
+def _line_of(relative: str, text: str) -> int:
+    """The 1-based number of the first line of a repository file that contains ``text``."""
+    lines = (REPO / relative).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, start=1) if text in line)
+
+
 def _add_row(row: str) -> Edit:
     return _table(
         '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n',
-        f"    {row},\n" + '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n',
+        f"    {with_doc(row)},\n" + '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n',
     )
 
 
-TP_DIVIDE = (
-    'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list")'
-)
+TP_DIVIDE = 'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list"'
 
 BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "unknown freeze kind": (
         _table(TP_DIVIDE, TP_DIVIDE.replace('"attr_list", "attr_list"', '"attr_lst", "attr_list"')),
-        "table row 7 (tp_divide_attrs): unknown freeze kind 'attr_lst'.\n  Known kinds: attr_list, dict_copy",
+        f"table row {ROW['tp_divide_attrs']} (tp_divide_attrs): unknown freeze kind 'attr_lst'.\n"
+        "  Known kinds: attr_list, dict_copy",
     ),
     "unknown rebuild kind": (
         _table(TP_DIVIDE, TP_DIVIDE.replace('"attr_list", "attr_list"', '"attr_list", "atr_list"')),
@@ -108,11 +164,12 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         _add_row(
             'SpecField("params", "params_again", GROUP_PARAM_PLAN, "placement_map", "placement_map")'
         ),
-        "name 'params' already has row 1",
+        f"name 'params' already has row {ROW['params']}",
     ),
     "duplicate key": (
         _table('SpecField("in_dst", "in_dst"', 'SpecField("in_dst", "in_src"'),
-        "table row 3 (in_dst): key 'in_src' is already used by row 2 (in_src)",
+        f"table row {ROW['in_dst']} (in_dst): key 'in_src' is already used by row "
+        f"{ROW['in_src']} (in_src)",
     ),
     "spec field with no row": (
         _table('    SpecField("_is_terminal", "", GROUP_EXEMPT),\n', ""),
@@ -120,7 +177,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "row naming no field": (
         _add_row('SpecField("ghost", "ghost", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
-        "table row 18 (ghost): the spec class has no field 'ghost'",
+        f"table row {ROW['_tp_local_attr_plan']} (ghost): the spec class has no field 'ghost'",
     ),
     "non-identifier name": (
         _add_row('SpecField("out-src", "out_src2", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
@@ -131,32 +188,43 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "(class): name is not a Python identifier",
     ),
     "name shadowing a generated local": (
-        _add_row('SpecField("path", "path", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
-        "name 'path' would shadow a local of the generated code",
+        _add_field("path", 'SpecField("path", "path", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
+        f"table row {added_row_number()} (path): name 'path' clashes with the generated code: "
+        "generated/rebuild.py names a Python variable after the field, and already binds it as "
+        "a local of _rebuild_live_plan_from_meta().\n  Rename the field (and its row).",
+    ),
+    "injections key the artifact format reserves": (
+        _add_field(
+            "matcher",
+            'SpecField("matcher", "match", GROUP_INJECTIONS, "plain", "opt_scalar")',
+        ),
+        f"table row {added_row_number()} (matcher): key 'match' is reserved by the artifact "
+        "format in injections: it names the module FQN a rule applies to.\n  Choose another key.",
     ),
     "exempt row with a key": (
         _table(
             'SpecField("_is_terminal", "", GROUP_EXEMPT)',
             'SpecField("_is_terminal", "terminal", GROUP_EXEMPT)',
         ),
-        "table row 19 (_is_terminal): an exempt row never crosses the artifact",
+        f"table row {ROW['_is_terminal']} (_is_terminal): an exempt row never crosses the artifact",
     ),
     "exempt row with kinds": (
         _table(
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT)',
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT, "scalar")',
         ),
-        "table row 20 (_needs_cp_attn): an exempt row never crosses the artifact",
+        f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): an exempt row never crosses",
     ),
     "post_init flag missing for an init=False field": (
-        _table("        post_init=True,\n", ""),
-        "table row 10 (_deferred_bias_params): post_init=False but the dataclass field has init=False",
+        _table('"tuple_empty", post_init=True,', '"tuple_empty",'),
+        f"table row {ROW['_deferred_bias_params']} (_deferred_bias_params): post_init=False but "
+        "the dataclass field has init=False",
     ),
     "post_init flag on an init field": (
         _table(
-            '"placement_map", "placement_map")', '"placement_map", "placement_map", post_init=True)'
+            '"placement_map", "placement_map",\n', '"placement_map", "placement_map", post_init=True,\n'
         ),
-        "table row 1 (params): post_init=True but the dataclass field has init=True",
+        f"table row {ROW['params']} (params): post_init=True but the dataclass field has init=True",
     ),
     "unknown group": (
         _table(
@@ -167,7 +235,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "crossing row without a key": (
         _table('SpecField("out_names", "out_names"', 'SpecField("out_names", ""'),
-        "table row 6 (out_names): a param_plan row needs the key",
+        f"table row {ROW['out_names']} (out_names): a param_plan row needs the key",
     ),
     "table that is not a tuple": (
         _table(
@@ -184,7 +252,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         _replace(
             "templates/freeze.py.j2", "{{ table_sha256 | pyrepr }}", "{{ table_sha | pyrepr }}"
         ),
-        "templates/freeze.py.j2:21: 'table_sha' is undefined",
+        f"templates/freeze.py.j2:{_line_of('templates/freeze.py.j2', 'table_sha256 | pyrepr')}: "
+        "'table_sha' is undefined",
     ),
     "template rendering invalid Python": (
         _replace("templates/rebuild.py.j2", "    return plan\n", "    return plan plan\n"),
@@ -196,6 +265,54 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
 }
 
+# Bad configuration, templates and environments: each is one line, with the fix.
+ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
+    "declared output whose template is missing": (
+        _write("templates/rebuild.py.j2", None),
+        "generated/rebuild.py is a declared output, but its template templates/rebuild.py.j2 is "
+        'missing: restore the template, or remove "rebuild.py" from outputs in [tool.specgen]',
+    ),
+    "template of no declared output": (
+        _write("templates/extra.py.j2", b"X = 1\n"),
+        'templates/extra.py.j2 renders no declared output: add "extra.py" to outputs',
+    ),
+    "outputs not declared": (
+        _replace("pyproject.toml", "\noutputs = ", "\n# outputs = "),
+        "[tool.specgen] outputs must be a non-empty list of the files the generator writes",
+    ),
+    "template that is not UTF-8": (
+        _append("templates/freeze.py.j2", b"# caf\xe9\n"),
+        f"templates/freeze.py.j2:{len((REPO / 'templates/freeze.py.j2').read_bytes().splitlines()) + 1}: "
+        "byte 0xe9 is not UTF-8; templates are read as UTF-8: save the file as UTF-8",
+    ),
+    "absolute output folder": (
+        _replace("pyproject.toml", 'output = "generated"', 'output = "/tmp/specgen-generated"'),
+        '[tool.specgen] output = "/tmp/specgen-generated" is an absolute path; give it '
+        "relative to pyproject.toml",
+    ),
+    "output folder outside the project": (
+        _replace("pyproject.toml", 'output = "generated"', 'output = "../outside"'),
+        '[tool.specgen] output = "../outside" points outside the project',
+    ),
+    "table module that calls sys.exit": (
+        _table('GROUP_EXEMPT = "exempt"', 'GROUP_EXEMPT = "exempt"\nimport sys; sys.exit(3)'),
+        "importing the table module 'shardplan.spec_fields' called sys.exit(3); it must only "
+        "define data: remove the exit from the module's top level",
+    ),
+    "missing templates folder": (
+        _write("templates", None),
+        "the templates folder templates/ does not exist: restore it",
+    ),
+    "missing kinds template": (
+        _write("templates/kinds.j2", None),
+        "templates/kinds.j2 is missing: it holds one macro per kind; restore it",
+    ),
+    "broken TOML in the section header": (
+        _replace("pyproject.toml", "[tool.specgen]\n", "[tool.specgen\n"),
+        "pyproject.toml is not valid TOML: ",
+    ),
+}
+
 
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_bad_input_exits_2_with_a_message_and_touches_nothing(repo_copy: Path, case: str) -> None:
@@ -203,11 +320,41 @@ def test_bad_input_exits_2_with_a_message_and_touches_nothing(repo_copy: Path, c
     edit(repo_copy)
     before = snapshot(repo_copy / "generated")
     result = run_specgen(repo_copy)
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
     assert result.stderr.startswith("specgen: ")
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
+
+
+@pytest.mark.parametrize("command", ["generate", "check"])
+@pytest.mark.parametrize("case", list(ONE_LINE_BAD_INPUTS))
+def test_bad_configuration_or_template_exits_2_with_one_line_and_touches_nothing(
+    repo_copy: Path, case: str, command: str
+) -> None:
+    edit, message = ONE_LINE_BAD_INPUTS[case]
+    edit(repo_copy)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, command)
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
+    assert result.stderr.startswith("specgen: ") and len(result.stderr.splitlines()) == 1
+    assert message in result.stderr
+    assert result.stdout == ""
+    assert snapshot(repo_copy / "generated") == before
+    assert not (repo_copy.parent / "outside").exists()
+
+
+def test_broken_toml_is_reported_as_such_when_the_root_is_found_from_the_cwd(
+    repo_copy: Path,
+) -> None:
+    ONE_LINE_BAD_INPUTS["broken TOML in the section header"][0](repo_copy)
+    result = run_in(repo_copy, "-m", "generator")  # no --root: specgen looks for the project
+    assert result.returncode == ExitStatus.BAD_INPUT
+    assert re.fullmatch(
+        r"specgen: \S+/pyproject\.toml is not valid TOML: .*\(at line \d+, column \d+\); "
+        r"fix the file and run again\n",
+        result.stderr,
+    )
 
 
 def test_bad_table_reports_every_problem_at_once(repo_copy: Path) -> None:
@@ -306,8 +453,9 @@ def test_table_command_prints_every_row() -> None:
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["#", "name", "key", "group", "freeze", "rebuild", "post_init"]
-    assert lines[11].split() == [
-        "10",
+    number = ROW["_deferred_bias_params"]
+    assert lines[number + 1].split() == [
+        str(number),
         "_deferred_bias_params",
         "deferred_bias_params",
         "param_plan",
@@ -315,7 +463,7 @@ def test_table_command_prints_every_row() -> None:
         "tuple_empty",
         "yes",
     ]
-    assert sum(1 for line in lines if re.match(r"\d+ ", line)) == 22
+    assert [line.split()[1] for line in lines if re.match(r"\d+ ", line)] == list(ROW)
 
 
 # ------------------------------------------------------------------- straight-line code
@@ -348,3 +496,429 @@ def test_generated_code_has_one_block_per_field_in_table_order() -> None:
     for name in GENERATED_MODULES:
         comments = re.findall(r"^\s+# (\w+): ", (REPO / "generated" / name).read_text(), re.M)
         assert comments == [f.name for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)]
+
+
+# ------------------------------------------------------------------- name clashes
+
+
+def _names_the_generated_modules_bind() -> list[str]:
+    """Every name generated/*.py binds (imports, definitions, parameters, assignments),
+    read off their AST; the table's own field names (the rebuild's locals) left out."""
+    bound: set[str] = set()
+    for name in OUTPUTS:
+        for node in ast.walk(ast.parse((CONFIG.output / name).read_text())):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    return sorted(bound - set(ROW))
+
+
+# The names the issue found accepted although every rebuild_plan then failed.
+ISSUE_CLASHES = (
+    "check_meta",
+    "check_entry",
+    "PARAM_PLAN_KEYS",
+    "rebuild_opt_scalar",
+    "ModuleShardingSpec",
+    "rule_path",
+    "NO_RULE",
+)
+
+
+def _try_field(name: str, group: str) -> str | None:
+    """The generator's refusal of the table plus a row ``name`` in ``group``, or None."""
+    loaded = load_table(CONFIG)
+    row = SpecField(name, name, group, "scalar", "opt_scalar", doc="A probe.")
+    trial = dataclasses.replace(
+        loaded, rows=(*loaded.rows, row), spec_fields={**loaded.spec_fields, name: True}
+    )
+    try:
+        load_validated_table(CONFIG, trial)
+    except GeneratorError as exc:
+        return str(exc)
+    return None
+
+
+def test_every_name_the_generated_modules_bind_is_refused_or_harmless_as_a_field_name(
+    tmp_path: Path,
+) -> None:
+    names = _names_the_generated_modules_bind()
+    assert set(ISSUE_CLASHES) <= set(names) and "value" in names and "strict" in names
+    accepted = []
+    for name in names:
+        outcomes = {
+            group: _try_field(name, group) for group in (GROUP_PARAM_PLAN, GROUP_INJECTIONS)
+        }
+        refusal = outcomes[GROUP_PARAM_PLAN]
+        assert outcomes[GROUP_INJECTIONS] == refusal, name  # the same function binds both
+        if refusal is None:
+            accepted.append(name)
+        else:
+            assert refusal.startswith(
+                f"table row {len(ROW) + 1} ({name}): name {name!r} clashes with the generated "
+                f"code: generated/rebuild.py names a Python variable after the field, and already "
+            ), refusal
+    assert not set(ISSUE_CLASHES) & set(accepted)
+
+    # What is accepted must work: every such field set, and on an artifact without them.
+    root = copy_repo(tmp_path / "repo")
+    for name in accepted:
+        add_field(
+            root, name, f'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
+        )
+    assert run_specgen(root).returncode == 0
+    script = f"""
+import shardplan
+from shardplan.spec import ModuleShardingSpec, ShardingPlan
+names = {accepted!r}
+plan = ShardingPlan(modules={{
+    "a": ModuleShardingSpec(out_names=["y"], _ep_size=2, **{{n: i for i, n in enumerate(names)}}),
+    "b": ModuleShardingSpec(),
+}})
+rebuilt = shardplan.rebuild_plan(shardplan.freeze_plan(plan))
+assert rebuilt.modules == plan.modules, rebuilt.modules
+plain = ShardingPlan(modules={{"c": ModuleShardingSpec(params={{}})}})
+assert shardplan.rebuild_plan(shardplan.freeze_plan(plain)).modules == plain.modules
+print("ok")
+"""
+    result = run_in(root, "-c", script)
+    assert result.stdout == "ok\n", result.stderr
+
+
+def test_fields_named_after_generated_code_exit_2_naming_each_row_and_the_clash(
+    repo_copy: Path,
+) -> None:
+    for name in ISSUE_CLASHES:
+        add_field(
+            repo_copy,
+            name,
+            f'SpecField("{name}", "{name}", GROUP_INJECTIONS, "plain", "opt_scalar")',
+        )
+    before = snapshot(repo_copy / "generated")
+    for command in ("generate", "check"):
+        result = run_specgen(repo_copy, command)
+        assert result.returncode == ExitStatus.BAD_INPUT, result.stderr
+        assert "Traceback" not in result.stderr
+        for index, name in enumerate(ISSUE_CLASHES):
+            assert (
+                f"table row {added_row_number(index)} ({name}): name {name!r} clashes"
+                in result.stderr
+            )
+        assert (
+            "and already imports it from shardplan.meta.\n  Rename the field (and its row)."
+            in result.stderr
+        )  # check_meta
+        assert "and already binds it as a module-level name." in result.stderr  # NO_RULE
+    assert snapshot(repo_copy / "generated") == before
+
+
+# ------------------------------------------------------------------- outputs and writes
+
+
+def test_an_output_no_longer_declared_is_reported_removed_never_wrote(repo_copy: Path) -> None:
+    pyproject = repo_copy / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('"freeze.py", "rebuild.py"]', '"freeze.py"]')
+    )
+    (repo_copy / "templates" / "rebuild.py.j2").unlink()
+    result = run_specgen(repo_copy)
+    assert result.returncode == 0, result.stderr
+    assert "wrote generated/rebuild.py" not in result.stdout
+    assert (
+        "specgen: removed generated/rebuild.py (generated, but no longer a declared output)"
+        in result.stdout
+    )
+    assert not (repo_copy / "generated" / "rebuild.py").exists()
+
+
+def test_a_failed_rename_puts_back_every_file_already_replaced(
+    repo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(repo_copy)
+    before = snapshot(config.output)
+    expected = {name: (config.output / name).read_text() + "# changed\n" for name in OUTPUTS}
+    real_replace, targets = os.replace, []
+
+    def replace_failing_on_the_last_output(src: Any, dst: Any) -> None:
+        targets.append(Path(dst).name)
+        if targets == list(OUTPUTS):
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(emit.os, "replace", replace_failing_on_the_last_output)
+    last = OUTPUTS[-1]
+    with pytest.raises(GeneratorError) as caught:
+        emit.write(config, expected)
+    assert str(caught.value) == (
+        f"cannot replace generated/{last}: Operation not permitted; nothing was changed: make "
+        f"generated/{last} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+    )
+    monkeypatch.undo()
+    assert snapshot(config.output) == before  # old bytes back, no staged file left behind
+
+
+@contextmanager
+def _immutable(path: Path) -> Iterator[None]:
+    """Make ``path`` unchangeable even for root (chattr +i); skip where that is impossible."""
+    chattr = shutil.which("chattr")
+    if chattr is None or subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here (needs root on a file system that has it)")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, "-i", str(path)], check=True)
+
+
+def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
+    repo_copy: Path,
+) -> None:
+    _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
+    before = snapshot(repo_copy / "generated")
+    with _immutable(repo_copy / "generated" / "rebuild.py"):
+        result = run_specgen(repo_copy)
+        after = snapshot(repo_copy / "generated")
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
+    assert result.stderr == (
+        "specgen: cannot replace generated/rebuild.py: Operation not permitted; nothing was "
+        "changed: make generated/rebuild.py writable (chmod u+w; lsattr/chattr -i if immutable) "
+        "and run again\n"
+    )
+    assert "wrote" not in result.stdout
+    assert after == before
+
+
+def test_a_read_only_output_folder_exits_2_and_changes_nothing(repo_copy: Path) -> None:
+    _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
+    before = snapshot(repo_copy / "generated")
+    with _immutable(repo_copy / "generated"):
+        result = run_specgen(repo_copy)
+        after = snapshot(repo_copy / "generated")
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
+    assert result.stderr.startswith("specgen: cannot write to generated/: ")
+    assert "nothing was changed: make generated/ writable" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and after == before
+
+
+@pytest.mark.parametrize("command", ["generate", "check"])
+def test_an_output_replaced_by_a_folder_exits_2_naming_it(repo_copy: Path, command: str) -> None:
+    path = repo_copy / "generated" / "rebuild.py"
+    path.unlink()
+    (path / "stray").mkdir(parents=True)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, command)
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
+    assert result.stderr == (
+        "specgen: generated/rebuild.py is a folder (or another non-file), not a module: remove "
+        "it (rm -r generated/rebuild.py) and run again\n"
+    )
+    assert snapshot(repo_copy / "generated") == before and path.is_dir()
+
+
+def test_an_output_folder_that_is_a_file_exits_2(repo_copy: Path) -> None:
+    shutil.rmtree(repo_copy / "generated")
+    (repo_copy / "generated").write_text("not a folder\n")
+    result = run_specgen(repo_copy)
+    assert result.returncode == ExitStatus.BAD_INPUT
+    assert (
+        result.stderr == "specgen: generated is not a folder: remove or rename it, then run again\n"
+    )
+
+
+def test_an_orphan_another_run_removed_first_is_no_error(
+    repo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two runs list the same orphans; the first removes them before the second reads them.
+    config = load_config(repo_copy)
+    monkeypatch.setattr(emit, "_orphans", lambda config, expected: ["already_gone.py"])
+    expected = {name: (config.output / name).read_text() for name in OUTPUTS}
+    assert not emit.write(config, expected)
+
+
+def test_concurrent_runs_over_the_same_orphans_all_succeed(repo_copy: Path) -> None:
+    for number in range(30):
+        (repo_copy / "generated" / f"old_{number}.py").write_text(
+            "# @generated by `make codegen`\n"
+        )
+    environ = {**os.environ, "PYTHONPATH": str(repo_copy)}
+    command = [sys.executable, "-m", "generator", "--root", str(repo_copy)]  # cwd: the copy's
+    runs = [
+        subprocess.Popen(
+            command,
+            cwd=repo_copy,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outcomes = [(run.wait(timeout=120), run.stderr.read() if run.stderr else "") for run in runs]
+    assert outcomes == [(0, "")] * 4
+    assert sorted(
+        p.name for p in (repo_copy / "generated").iterdir() if p.name != "__pycache__"
+    ) == sorted(OUTPUTS)
+
+
+# ------------------------------------------------------------------- runtime guards
+
+# Runs ``code`` and reports the ImportError it raises, whether torch was imported by then,
+# and how long it took.
+IMPORT_PROBE = """
+import json, sys, time
+start = time.perf_counter()
+try:
+    {code}
+except ImportError as exc:
+    print(json.dumps({{
+        "error": f"{{type(exc).__name__}}: {{exc}}",
+        "torch_imported": "torch" in sys.modules,
+        "seconds": time.perf_counter() - start,
+    }}))
+"""
+
+
+def _probe_import(root: Path, code: str) -> dict[str, Any]:
+    result = run_in(root, "-c", IMPORT_PROBE.format(code=code))
+    assert result.returncode == 0 and result.stdout, result.stderr
+    outcome: dict[str, Any] = json.loads(result.stdout)
+    return outcome
+
+
+@pytest.mark.parametrize(
+    ("code", "stale_module"),
+    [
+        ("import shardplan; shardplan.rebuild_plan", "generated/freeze.py"),
+        ("import generated.rebuild", "generated/rebuild.py"),
+    ],
+)
+def test_a_stale_generated_module_refuses_at_once_before_torch_is_imported(
+    repo_copy: Path, code: str, stale_module: str
+) -> None:
+    _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
+    outcome = _probe_import(repo_copy, code)
+    assert outcome["error"] == (
+        f"StaleGeneratedCode: {stale_module} is stale: the field table changed since it was "
+        "generated.\n  Run `make codegen` and commit generated/."
+    )
+    assert not outcome["torch_imported"]
+    assert outcome["seconds"] < 1.0
+
+
+@pytest.mark.parametrize("removed", ["generated/rebuild.py", "generated"])
+def test_a_missing_generated_module_says_run_make_codegen_before_torch_is_imported(
+    repo_copy: Path, removed: str
+) -> None:
+    _write(removed, None)(repo_copy)
+    outcome = _probe_import(repo_copy, "import shardplan; shardplan.rebuild_plan")
+    missing = "generated/freeze.py" if removed == "generated" else removed
+    assert outcome["error"] == (
+        f"MissingGeneratedCode: {missing} is missing: the generated code was never generated "
+        "here, or was deleted.\n  Run `make codegen` and commit generated/."
+    )
+    assert not outcome["torch_imported"]
+
+
+# ------------------------------------------------------------------- the command line
+
+
+def test_exit_statuses_have_names() -> None:
+    assert [(status.name, int(status)) for status in ExitStatus] == [
+        ("OK", 0),
+        ("DRIFT", 1),
+        ("BAD_INPUT", 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("check",), ("--check",)],
+    ids=["subcommand", "alias"],
+)
+def test_check_and_its_alias_exit_1_on_drift(repo_copy: Path, args: tuple[str, ...]) -> None:
+    path = repo_copy / "generated" / "freeze.py"
+    path.write_text(path.read_text() + "# stray\n")
+    result = run_specgen(repo_copy, *args)
+    assert result.returncode == ExitStatus.DRIFT
+    assert "-# stray" in result.stdout and "generated/freeze.py is stale" in result.stderr
+
+
+@pytest.mark.parametrize("args", [(), ("generate",)], ids=["no-command", "generate"])
+def test_generate_is_the_default_command(repo_copy: Path, args: tuple[str, ...]) -> None:
+    path = repo_copy / "generated" / "freeze.py"
+    path.write_text("broken\n")
+    result = run_specgen(repo_copy, *args)
+    assert result.returncode == ExitStatus.OK and "wrote generated/freeze.py" in result.stdout
+    assert run_specgen(repo_copy, "check").returncode == ExitStatus.OK
+
+
+@pytest.mark.parametrize("args", [("diff",), ("--diff",)], ids=["subcommand", "alias"])
+def test_diff_and_its_alias_print_the_diff_and_exit_0(
+    repo_copy: Path, args: tuple[str, ...]
+) -> None:
+    path = repo_copy / "generated" / "rebuild.py"
+    path.write_text(path.read_text() + "# stray\n")
+    result = run_specgen(repo_copy, *args)
+    assert result.returncode == ExitStatus.OK and "-# stray" in result.stdout
+    assert path.read_text().endswith("# stray\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("table", "--check"),
+            "`specgen table --check` means nothing: --check is the old spelling of `specgen check`",
+        ),
+        (("generate", "--diff"), "`specgen generate --diff` means nothing"),
+        (("check", "--check"), "`specgen check --check` means nothing"),
+        (
+            ("demo",),
+            "`specgen --root DIR demo` means nothing: the demo runs the installed shardplan",
+        ),
+        (("demo", "--out", "x"), "run `specgen demo` (its options go after `demo`)"),
+    ],
+    ids=["table-check", "generate-diff", "check-check", "root-demo", "root-demo-options"],
+)
+def test_a_command_line_that_means_nothing_exits_2_and_writes_nothing(
+    repo_copy: Path, args: tuple[str, ...], message: str
+) -> None:
+    (repo_copy / "generated" / "freeze.py").write_text("stale\n")
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, *args)  # always with --root
+    assert result.returncode == ExitStatus.BAD_INPUT
+    assert result.stderr.startswith("specgen: ") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+    assert snapshot(repo_copy / "generated") == before
+
+
+# ------------------------------------------------------------------- review diffs
+
+
+def test_git_diff_of_a_one_row_change_shows_the_added_blocks_as_text(repo_copy: Path) -> None:
+    shutil.copy2(REPO / ".gitattributes", repo_copy / ".gitattributes")
+
+    def git(*args: str) -> str:
+        identity = ("-c", "user.name=specgen tests", "-c", "user.email=tests@example.invalid")
+        return subprocess.run(
+            ["git", *identity, *args], cwd=repo_copy, check=True, capture_output=True, text=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "before the row")
+    add_field(
+        repo_copy,
+        "grad_scale",
+        'SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar")',
+    )
+    assert run_specgen(repo_copy).returncode == 0
+    diff = git("diff", "--", "generated/")
+    assert "Binary files" not in diff
+    assert "+        # grad_scale: scalar, written when not None\n" in diff
+    assert "+        # grad_scale: opt_scalar, None when absent\n" in diff
+    assert "+            grad_scale=grad_scale,\n" in diff

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -82,9 +83,24 @@ def assert_same(actual: Any, expected: Any) -> None:
     assert type(actual) is type(expected)
 
 
+# A value each freeze kind writes and its rebuild gives back unchanged, for rows added after
+# full_spec() was written (README "Adding a spec field").
+WRITTEN_BY_KIND: dict[str, Any] = {
+    "placement_map": {"w": {"tp": Shard(0)}},
+    "named_placements": {"x": {"tp": Replicate()}},
+    "name_list": ["a"],
+    "attr_list": ["a"],
+    "scalar": True,
+    "value_to_dict": Target("pkg.mod.fn"),
+    "plain": "self",
+    "dict_copy": {"k": 1},
+    "int_truthy": 2,
+}
+
+
 def full_spec() -> ModuleShardingSpec:
     """A spec with every frozen field set to a value that is written."""
-    return spec_with(
+    values: dict[str, Any] = dict(
         params={"gate.weight": {"tp": Shard(0), "cp": Replicate()}},
         in_src={"x": {"tp": Shard(1)}},
         in_dst={"x": {"tp": Replicate()}},
@@ -103,6 +119,9 @@ def full_spec() -> ModuleShardingSpec:
         _ep_stack={"experts": 4},
         _ep_size=2,
     )
+    for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS):  # rows added since
+        values.setdefault(f.name, copy.deepcopy(WRITTEN_BY_KIND[f.freeze]))
+    return spec_with(**values)
 
 
 # ------------------------------------------------------------------ write conditions
@@ -247,7 +266,22 @@ def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
 # ---------------------------------------------------------------- rebuild defaults
 
 
+# SPEC §5: what each rebuild kind gives for an absent key. A row added after the cases
+# below were written (README "Adding a spec field") is checked against its kind's default.
+KIND_DEFAULTS: dict[str, Any] = {
+    "placement_map": None,
+    "named_placements": None,
+    "name_list": None,
+    "attr_list": None,
+    "bool_default_true": True,
+    "opt_scalar": None,
+    "injection_target": None,
+    "dict_copy": {},
+    "int_truthy": 0,
+    "tuple_empty": (),
+}
 REBUILD_DEFAULTS: dict[str, Any] = {
+    **{f.name: KIND_DEFAULTS[f.rebuild] for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)},
     "params": None,
     "in_src": None,
     "in_dst": None,

@@ -11,8 +11,8 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _MaskPartial, _StridedShard
 
 from shardplan.errors import FreezeError, MetaError
+from shardplan.placement_text import REDUCE_OPS
 from shardplan.placements import (
-    REDUCE_OPS,
     freeze_named_placement,
     freeze_placement_table,
     parse_placement,
