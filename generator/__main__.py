@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--diff", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
         )
+        if name == "generate":
+            command.add_argument(
+                "--allow-breaking",
+                action="store_true",
+                help="accept a table edit that breaks existing artifacts, and record it in "
+                "generated/table.lock.json",
+            )
     # Only listed here: `specgen demo ...` is forwarded to shardplan.demo before parsing.
     commands.add_parser(
         "demo",
@@ -112,12 +119,18 @@ def format_table(config_root: Path) -> str:
     return "\n".join(lines) + f"\n\ntable sha256: {table.digest}\n"
 
 
-def _run_command(command: str, root: Path) -> ExitStatus:
+def _run_command(command: str, root: Path, allow_breaking: bool = False) -> ExitStatus:
     if command == "table":
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
     config = load_config(root)
-    expected = generate(config)
+    generated = generate(config, allow_breaking=allow_breaking)
+    expected = generated.files
+    if generated.changes:
+        # What the table edit does to artifacts, before the files it changes.
+        print(
+            f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
+        )
     if command in ("check", "diff"):
         drift = compare(config, expected)
         sys.stdout.write(drift.diff)
@@ -154,7 +167,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         command = _command(args)
         root = (args.root or find_root(Path.cwd())).resolve()
-        return _run_command(command, root)
+        return _run_command(command, root, getattr(args, "allow_breaking", False))
     except GeneratorError as exc:
         print(f"specgen: {exc}", file=sys.stderr)
         return ExitStatus.BAD_INPUT

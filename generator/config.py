@@ -18,8 +18,9 @@ from generator.errors import GeneratorError
 
 SECTION = "[tool.specgen]"
 REQUIRED_KEYS = ("table", "spec_class", "templates", "output", "outputs")
-# Output files are Python modules named by a plain file name: no folder, no hidden file.
-OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.py")
+# Output files are named by a plain file name (no folder, no hidden file): Python modules,
+# and the artifact's JSON Schema, field reference and table lock (.json, .md).
+OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,9 @@ def _outputs(pyproject: Path, value: object) -> tuple[str, ...]:
     for name in value:
         if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
             raise GeneratorError(
-                f"{pyproject}: {SECTION} outputs: {name!r} is not a Python file name "
-                f"(a module name plus .py, no folder), e.g. outputs = {example}"
+                f"{pyproject}: {SECTION} outputs: {name!r} is not an output file name "
+                "(a plain file name ending in .py, .json or .md, no folder), "
+                f"e.g. outputs = {example}"
             )
     duplicates = sorted({name for name in value if value.count(name) > 1})
     if duplicates:

@@ -46,7 +46,10 @@ def check_formatter(config: Config) -> None:
 
 def inputs_digest(table: Table, config: Config) -> str:
     """sha256 over everything the output depends on: table, templates, generator, black."""
-    templates = sorted(p for p in config.templates.rglob("*.j2") if p.is_file())
+    # Every file of the templates folder: the .j2 templates and the kinds' schema fragments.
+    templates = sorted(
+        p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
     inputs = {
         "table": table.digest,
         "templates": [
@@ -67,23 +70,37 @@ def format_source(source: str, name: str) -> str:
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
 
-def stamp(body: str, table: Table, config: Config, digest: str) -> str:
-    """Prefix the header: marker, do-not-edit, how to regenerate, and the two digests."""
-    templates = config.templates_name
-    header = (
-        f"# {MARKER} by `{FIX_COMMAND}` from {table.source_file} and {templates}/. DO NOT EDIT.\n"
-        f"# Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.\n"
-        f"# table sha256: {table.digest}\n"
-        f"# inputs sha256: {digest}\n"
-    )
-    return header + body
+def _header_lines(table: Table, config: Config, digest: str) -> list[str]:
+    return [
+        f"{MARKER} by `{FIX_COMMAND}` from {table.source_file} and {config.templates_name}/. "
+        "DO NOT EDIT.",
+        f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
+        f"table sha256: {table.digest}",
+        f"inputs sha256: {digest}",
+    ]
+
+
+def stamp(body: str, table: Table, config: Config, digest: str, name: str = ".py") -> str:
+    """The finished file: the header (marker, do-not-edit, how to regenerate, the two
+    digests) in the file type's own comment form, then the body. JSON has no comments:
+    the header is its first key, "$comment" (a JSON Schema keyword too)."""
+    lines = _header_lines(table, config, digest)
+    if name.endswith(".json"):
+        document = json.loads(body)
+        # Two-space indent and key order as rendered: the file reads like its template.
+        return json.dumps({"$comment": " ".join(lines), **document}, indent=2) + "\n"
+    if name.endswith(".md"):
+        return "<!-- " + "\n     ".join(lines) + " -->\n\n" + body.strip("\n") + "\n"
+    return "".join(f"# {line}\n" for line in lines) + body
 
 
 def build_outputs(sources: dict[str, str], table: Table, config: Config) -> dict[str, str]:
-    """Format and stamp every rendered source."""
+    """Format (black for Python) and stamp every rendered source."""
     digest = inputs_digest(table, config)
     return {
-        name: stamp(format_source(src, name), table, config, digest)
+        name: stamp(
+            format_source(src, name) if name.endswith(".py") else src, table, config, digest, name
+        )
         for name, src in sources.items()
     }
 

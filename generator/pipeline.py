@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import jinja2
 
 from generator.config import Config
 from generator.emit import build_outputs, check_formatter
+from generator.errors import GeneratorError
+from generator.evolution import (
+    LOCK_NAME,
+    Changes,
+    classify,
+    parse_lock,
+    record_breaks,
+    ways_forward,
+)
 from generator.render import check_name_clashes, known_kinds, make_environment, render_all
 from generator.table import LoadedTable, Table, load_table, validate
 
@@ -22,9 +34,35 @@ def load_validated_table(config: Config, loaded: LoadedTable | None = None) -> T
     return _validated(make_environment(config), config, loaded)
 
 
-def generate(config: Config, loaded: LoadedTable | None = None) -> dict[str, str]:
-    """Every declared output's exact text, keyed by file name. Touches no file."""
+@dataclass
+class Generated:
+    """Every declared output's exact text, and how the table changed since the lock."""
+
+    files: dict[str, str]
+    changes: Changes
+
+
+def _old_lock(config: Config) -> dict[str, Any] | None:
+    # Read, never written, here: the lock as last generated, if generated/ has one.
+    try:
+        return parse_lock((config.output / LOCK_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def generate(
+    config: Config, loaded: LoadedTable | None = None, *, allow_breaking: bool = False
+) -> Generated:
+    """Render every declared output, after classifying the table edit against the lock
+    of the table as last generated. A breaking edit is a GeneratorError unless
+    ``allow_breaking``, which records it in the new lock. Touches no file."""
     check_formatter(config)
     env = make_environment(config)
     table = _validated(env, config, loaded)
-    return build_outputs(render_all(env, table, config), table, config)
+    lock = _old_lock(config) if LOCK_NAME in config.outputs else None
+    changes = classify(lock, table) if lock is not None else Changes()
+    if changes.breaking and not allow_breaking:
+        raise GeneratorError(ways_forward(changes))
+    breaks = record_breaks(lock or {}, changes if allow_breaking else Changes(), table)
+    files = build_outputs(render_all(env, table, config, breaks), table, config)
+    return Generated(files, changes)

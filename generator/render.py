@@ -13,19 +13,22 @@ import builtins
 import dataclasses
 import json
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from generator.artifact_schema import schema_context
 from generator.config import Config
 from generator.errors import GeneratorError
+from generator.evolution import lock_of
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
 
 KINDS_TEMPLATE = "kinds.j2"
 TEMPLATE_SUFFIX = ".j2"
-OUTPUT_TEMPLATE_SUFFIX = ".py.j2"
+# Templates that render an output file: each must be a declared output.
+OUTPUT_TEMPLATE_SUFFIXES = (".py.j2", ".json.j2", ".md.j2")
 
 
 def pyrepr(value: Any) -> str:
@@ -88,6 +91,7 @@ def make_environment(config: Config) -> jinja2.Environment:
     )
     env.filters["pyrepr"] = pyrepr
     env.filters["path_suffix"] = path_suffix
+    env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.globals["templates_folder"] = config.templates_name
     return env
 
@@ -138,7 +142,7 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
             )
     for template in sorted(available):
         output = template.removesuffix(TEMPLATE_SUFFIX)
-        if template.endswith(OUTPUT_TEMPLATE_SUFFIX) and output not in config.outputs:
+        if template.endswith(OUTPUT_TEMPLATE_SUFFIXES) and output not in config.outputs:
             raise GeneratorError(
                 f'{folder}/{template} renders no declared output: add "{output}" to outputs '
                 "in [tool.specgen] of pyproject.toml, or remove the template"
@@ -165,6 +169,12 @@ def _called_functions(env: jinja2.Environment, rows: tuple[Row, ...], step: str)
     return sorted(used - _BLOCK_CONTEXT - set(dir(builtins)))
 
 
+def _accepted_keys(table: Table, group: str) -> tuple[str, ...]:
+    rows = table.group(group)
+    aliases = tuple(alias for row in rows for alias in row.aliases)
+    return (*(row.key for row in rows), *aliases, *table.retired_keys(group))
+
+
 def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
     crossing = tuple(row for row in table.rows if row.group != EXEMPT)
     param_plan, injections = table.group(PARAM_PLAN), table.group(INJECTIONS)
@@ -175,17 +185,42 @@ def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
         "injection_fields": injections,
         "constructor_fields": tuple(row for row in crossing if not row.post_init),
         "post_init_fields": tuple(row for row in crossing if row.post_init),
-        "param_plan_keys": tuple(row.key for row in param_plan),
-        "injection_keys": tuple(row.key for row in injections),
+        # The keys strict rebuild accepts: current keys, their aliases, retired keys.
+        "param_plan_keys": _accepted_keys(table, PARAM_PLAN),
+        "injection_keys": _accepted_keys(table, INJECTIONS),
         "freeze_functions": _called_functions(env, crossing, "freeze"),
         "rebuild_functions": _called_functions(env, crossing, "rebuild"),
     }
 
 
-def render_all(env: jinja2.Environment, table: Table, config: Config) -> dict[str, str]:
-    """Render each declared output to Python source (unformatted), keyed by file name."""
+def _docs_context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
+    # The schema and the field reference read the kinds' facts from kinds.j2 itself.
+    module = env.get_template(KINDS_TEMPLATE).module
+    crossing = tuple(row for row in table.rows if row.group != EXEMPT)
+    return {
+        **schema_context(env, table),
+        "written_when": getattr(module, "written_when"),
+        "absent": getattr(module, "absent"),
+        "crossing_fields": crossing,
+        "aliased_fields": tuple(row for row in crossing if row.aliases),
+        "retired": table.retired,
+    }
+
+
+def render_all(
+    env: jinja2.Environment,
+    table: Table,
+    config: Config,
+    breaks: Sequence[dict[str, Any]] = (),
+) -> dict[str, str]:
+    """Render each declared output (unformatted), keyed by file name. ``breaks``: the
+    breaking table edits allowed so far, which the table lock keeps."""
     try:
-        context = _context(env, table)
+        context = {
+            **_context(env, table),
+            **_docs_context(env, table),
+            "lock": lock_of(table, list(breaks)),
+        }
     except jinja2.TemplateError as exc:
         raise _template_error(env, exc) from None
     except SyntaxError as exc:
@@ -200,15 +235,26 @@ def render_all(env: jinja2.Environment, table: Table, config: Config) -> dict[st
             source = env.get_template(template).render(context, module_file=module_file)
         except jinja2.TemplateError as exc:
             raise _template_error(env, exc) from None
+        _check_rendered(source, out_name, module_file, f"{config.templates_name}/{template}")
+        sources[out_name] = source
+    return sources
+
+
+def _check_rendered(source: str, out_name: str, module_file: str, template: str) -> None:
+    """Refuse a template that rendered invalid Python or JSON, naming it and the line."""
+    if out_name.endswith(".py"):
         try:
             ast.parse(source, filename=module_file)
         except SyntaxError as exc:
             raise GeneratorError(
-                f"{config.templates_name}/{template} rendered invalid Python at line "
-                f"{exc.lineno}: {exc.msg}\n  {(exc.text or '').strip()}"
+                f"{template} rendered invalid Python at line {exc.lineno}: {exc.msg}\n"
+                f"  {(exc.text or '').strip()}"
             ) from None
-        sources[out_name] = source
-    return sources
+    elif out_name.endswith(".json"):
+        try:
+            json.loads(source)
+        except ValueError as exc:
+            raise GeneratorError(f"{template} rendered invalid JSON: {exc}") from None
 
 
 # ------------------------------------------------------------------ name clashes
@@ -274,6 +320,8 @@ def check_name_clashes(env: jinja2.Environment, table: Table, config: Config) ->
     )
     problems: list[str] = []
     for out_name, source in render_all(env, probe, config).items():
+        if not out_name.endswith(".py"):
+            continue  # the schema, the reference and the lock bind no Python names
         uses = list(_uses(ast.parse(source)))
         names = {use.name for use in uses}
         first_use: dict[str, Use] = {}

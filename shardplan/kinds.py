@@ -13,7 +13,15 @@ from typing import Any
 
 from torch.distributed.tensor import Placement
 
-from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
+from shardplan.errors import (
+    FreezeError,
+    MetaError,
+    described,
+    field_path,
+    json_type,
+    key_path,
+    shown,
+)
 from shardplan.placements import (
     freeze_named_placement,
     freeze_placement_table,
@@ -282,6 +290,21 @@ def rebuild_int_truthy(value: Any, path: str) -> int:
 def rebuild_tuple_empty(value: Any, path: str) -> tuple[str, ...]:
     """Absent -> ``()``; else a tuple of strings."""
     return () if value is None else tuple(_rebuild_strings(value, path))
+
+
+def read_renamed(
+    obj: dict[str, Any], key: str, aliases: tuple[str, ...], path: str
+) -> tuple[Any, str]:
+    """The value of ``key`` in ``obj``, or of the alias (a key the field was frozen under
+    before) an older artifact holds instead, with the path of the key read."""
+    present = [name for name in (key, *aliases) if name in obj]
+    if len(present) > 1:
+        raise MetaError(
+            field_path(path, present[1]),
+            f"{present[1]!r} is an older name of {key!r}, which is given too: keep one",
+        )
+    name = present[0] if present else key
+    return obj.get(name), field_path(path, name)
 
 
 # ---------------------------------------------------------------------- the registry

@@ -16,6 +16,7 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from shardplan import kinds
 from shardplan.kinds import (  # re-exported: no fast path needed
     admit,
+    read_renamed,
     refuse_none,
     freeze_attr_list,
     freeze_dict_copy,
@@ -36,6 +37,7 @@ from shardplan.placements import parse_placement
 
 __all__ = [
     "admit",
+    "read_renamed",
     "refuse_none",
     "freeze_attr_list",
     "freeze_dict_copy",

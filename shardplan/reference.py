@@ -14,6 +14,7 @@ from shardplan.kinds import (
     FREEZE_KINDS,
     REBUILD_KINDS,
     admit,
+    read_renamed,
     refuse_none,
     write_when_not_none,
 )
@@ -30,7 +31,14 @@ from shardplan.plan_meta import (
     rule_path,
 )
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS, SpecField
+from shardplan.spec_fields import (
+    GROUP_INJECTIONS,
+    GROUP_PARAM_PLAN,
+    INJECTION_SPEC_FIELDS,
+    PARAM_PLAN_SPEC_FIELDS,
+    SpecField,
+    accepted_keys,
+)
 
 
 def _freeze_fields(
@@ -83,16 +91,15 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
 def _rebuild_fields(
     obj: dict[str, Any], fields: tuple[SpecField, ...], path: str
 ) -> dict[str, Any]:
-    return {
-        spec_field.name: REBUILD_KINDS[spec_field.rebuild](
-            obj.get(spec_field.key), field_path(path, spec_field.key)
-        )
-        for spec_field in fields
-    }
+    values = {}
+    for spec_field in fields:
+        value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
+        values[spec_field.name] = REBUILD_KINDS[spec_field.rebuild](value, where)
+    return values
 
 
-PARAM_PLAN_KEYS = tuple(f.key for f in PARAM_PLAN_SPEC_FIELDS)
-INJECTION_KEYS = tuple(f.key for f in INJECTION_SPEC_FIELDS)
+PARAM_PLAN_KEYS = accepted_keys(GROUP_PARAM_PLAN)
+INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
 
 
 def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:

@@ -148,6 +148,13 @@ def check_generated(module_file: str, digest: str) -> None:
         )
 
 
+def accepted_keys(group: str) -> tuple[str, ...]:
+    """The keys strict rebuild accepts in ``group``: current keys, aliases, retired keys."""
+    rows = fields_for_group(group)
+    aliases = tuple(alias for f in rows for alias in f.aliases)
+    return (*(f.key for f in rows), *aliases, *(r.key for r in RETIRED_KEYS if r.group == group))
+
+
 PARAM_PLAN_SPEC_FIELDS = fields_for_group(GROUP_PARAM_PLAN)
 INJECTION_SPEC_FIELDS = fields_for_group(GROUP_INJECTIONS)
 POST_INIT_SPEC_FIELDS = tuple(f for f in SPEC_FIELDS if f.post_init)

@@ -16,7 +16,8 @@ from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
 from shardplan.json_values import raise_if_unwritable
 
 TARGET_KEY = "_target_"
-_DOTTED_PATH_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+DOTTED_PATH_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+"
+_DOTTED_PATH_RE = re.compile(DOTTED_PATH_PATTERN)
 
 
 class Target:

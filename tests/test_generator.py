@@ -46,14 +46,14 @@ ROW = {f.name: number for number, f in enumerate(SPEC_FIELDS, start=1)}  # name 
 
 def test_generated_code_matches_the_table_and_templates() -> None:
     config = load_config(REPO)
-    drift = compare(config, generate(config))
+    drift = compare(config, generate(config).files)
     assert not drift, f"{drift.diff}\n{drift.report(config)}"
 
 
 def test_output_is_byte_identical_across_hash_seeds(repo_copy: Path) -> None:
     dump = (
         "import json; from pathlib import Path; from generator.config import load_config; "
-        "from generator.pipeline import generate; print(json.dumps(generate(load_config(Path.cwd()))))"
+        "from generator.pipeline import generate; print(json.dumps(generate(load_config(Path.cwd())).files))"
     )
     outputs = {
         seed: run_in(repo_copy, "-c", dump, env={"PYTHONHASHSEED": seed}).stdout
