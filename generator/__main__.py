@@ -124,7 +124,9 @@ def _run_command(command: str, root: Path, allow_breaking: bool = False) -> Exit
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
     config = load_config(root)
-    generated = generate(config, allow_breaking=allow_breaking)
+    generated = generate(
+        config, allow_breaking=allow_breaking, refuse_breaking=command == "generate"
+    )
     expected = generated.files
     if generated.changes:
         # What the table edit does to artifacts, before the files it changes.

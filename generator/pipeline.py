@@ -51,17 +51,23 @@ def _old_lock(config: Config) -> dict[str, Any] | None:
 
 
 def generate(
-    config: Config, loaded: LoadedTable | None = None, *, allow_breaking: bool = False
+    config: Config,
+    loaded: LoadedTable | None = None,
+    *,
+    allow_breaking: bool = False,
+    refuse_breaking: bool = True,
 ) -> Generated:
     """Render every declared output, after classifying the table edit against the lock
     of the table as last generated. A breaking edit is a GeneratorError unless
-    ``allow_breaking``, which records it in the new lock. Touches no file."""
+    ``allow_breaking``, which records it in the new lock; with ``refuse_breaking`` off
+    (check, diff: they write nothing) it is only reported, and the lock shows as drift.
+    Touches no file."""
     check_formatter(config)
     env = make_environment(config)
     table = _validated(env, config, loaded)
     lock = _old_lock(config) if LOCK_NAME in config.outputs else None
     changes = classify(lock, table) if lock is not None else Changes()
-    if changes.breaking and not allow_breaking:
+    if changes.breaking and refuse_breaking and not allow_breaking:
         raise GeneratorError(ways_forward(changes))
     breaks = record_breaks(lock or {}, changes if allow_breaking else Changes(), table)
     files = build_outputs(render_all(env, table, config, breaks), table, config)
