@@ -11,7 +11,7 @@ import math
 import sys
 from collections.abc import Callable
 
-from shardplan.errors import key_path, shown
+from shardplan.errors import FreezeError, described, key_path, shown
 
 # Deepest nesting a value may have. The standard library's decoder recurses once a
 # level and stops near the interpreter's recursion limit (1000), and fast codecs stop
@@ -97,3 +97,16 @@ def raise_if_unwritable(
     found = find_unwritable(value, path, allow_tuples=allow_tuples, max_depth=max_depth)
     if found:
         raise error(*found)
+
+
+def frozen_strings(value: object, path: str, what: str = "str") -> list[str]:
+    """A list or tuple of str as the list JSON writes; FreezeError at the first misfit.
+
+    A str is refused though iterable: list("abc") would silently become ["a", "b", "c"].
+    """
+    if not isinstance(value, (list, tuple)):
+        raise FreezeError(path, f"expected a list or tuple of {what}, got {described(value)}")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
+    return list(value)

@@ -22,6 +22,7 @@ from shardplan.errors import (
     key_path,
     shown,
 )
+from shardplan.json_values import frozen_strings
 from shardplan.placements import (
     freeze_named_placement,
     freeze_placement_table,
@@ -50,24 +51,14 @@ def freeze_named_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
     return freeze_placement_table(value, path)
 
 
-def _freeze_strings(value: Any, path: str) -> list[str]:
-    # A str is iterable; list("abc") would silently become ["a", "b", "c"].
-    if not isinstance(value, (list, tuple)):
-        raise FreezeError(path, f"expected a list of str, got {described(value)}")
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
-    return list(value)
-
-
 def freeze_name_list(value: Any, path: str) -> list[str]:
     """A list or tuple of names -> a list."""
-    return _freeze_strings(value, path)
+    return frozen_strings(value, path)
 
 
 def freeze_attr_list(value: Any, path: str) -> list[str]:
     """A list or tuple of attribute names -> a list (``[]`` is meaningful)."""
-    return _freeze_strings(value, path)
+    return frozen_strings(value, path)
 
 
 def _check_scalar(value: Any, path: str) -> Any:

@@ -19,6 +19,7 @@ from shardplan.errors import (
     key_path,
     shown,
 )
+from shardplan.json_values import frozen_strings
 from shardplan.meta import CodegenMeta
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 
@@ -61,15 +62,6 @@ def check_modules(plan: object) -> None:
             )
 
 
-def _frozen_strings(value: object, path: str, what: str) -> list[str]:
-    if not isinstance(value, (list, tuple)):
-        raise FreezeError(path, f"expected a list or tuple of {what}, got {described(value)}")
-    for index, item in enumerate(value):
-        if not isinstance(item, str):
-            raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
-    return list(value)
-
-
 def frozen_settings(plan: ShardingPlan) -> dict[str, Any]:
     """The plan-level settings in their JSON shapes, refusing (FreezeError) any value the
     artifact could not carry back: rebuild reads exactly these shapes."""
@@ -89,14 +81,14 @@ def frozen_settings(plan: ShardingPlan) -> dict[str, Any]:
                 key_path("special_handlers", name), f"expected a str, got {described(handler)}"
             )
     mesh = plan.mesh_dim_names
-    mesh_dim_names = None if mesh is None else _frozen_strings(mesh, "mesh_dim_names", "str")
+    mesh_dim_names = None if mesh is None else frozen_strings(mesh, "mesh_dim_names", "str")
     if not isinstance(plan.tied_pairs, (list, tuple)):
         raise FreezeError(
             "tied_pairs", f"expected a list of pairs, got {described(plan.tied_pairs)}"
         )
     tied_pairs = []
     for index, pair in enumerate(plan.tied_pairs):
-        frozen = _frozen_strings(pair, f"tied_pairs[{index}]", "two FQNs")
+        frozen = frozen_strings(pair, f"tied_pairs[{index}]", "two FQNs")
         if len(frozen) != 2:
             raise FreezeError(
                 f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(frozen)}"

@@ -274,7 +274,9 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
     ]
     assert removed == []
     assert added == block
-    ep_size_line = "            )"  # the end of the ep_size block: admit(..., freeze_int_truthy(...), ...)
+    ep_size_line = (
+        "            )"  # the end of the ep_size block: admit(..., freeze_int_truthy(...), ...)
+    )
     assert "\n".join([ep_size_line, *block]) in _generated_texts(repo_copy)["freeze.py"]
 
     added, removed = changes["rebuild.py"]

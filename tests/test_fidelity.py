@@ -76,6 +76,18 @@ def test_generated_freeze_equals_reference_with_key_order(plan: ShardingPlan) ->
     assert ordered(gen_freeze.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
 
 
+@settings(max_examples=max(settings().max_examples // 10, 100))
+@given(strategies.plans())
+def test_drawn_plans_freeze_alike_and_round_trip(plan: ShardingPlan) -> None:
+    """The differential and the law on plans drawn field by field (shrinkable, and wider
+    value pools than the seeded plans): generated freeze == reference freeze, and
+    freeze(rebuild(M)) == M."""
+    assert ordered(gen_freeze.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
+    assert ordered(gen_freeze.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
+    meta = shardplan.freeze_plan(plan)
+    assert meta_to_json(shardplan.freeze_plan(shardplan.rebuild_plan(meta))) == meta_to_json(meta)
+
+
 @settings(max_examples=max(settings().max_examples // 4, 500))
 @given(strategies.unfreezable_plans())
 def test_generated_freeze_refuses_what_reference_refuses_at_the_same_path(

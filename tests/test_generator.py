@@ -148,7 +148,9 @@ def _add_row(row: str) -> Edit:
     )
 
 
-TP_DIVIDE = 'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list"'
+TP_DIVIDE = (
+    'SpecField("tp_divide_attrs", "tp_divide_attrs", GROUP_PARAM_PLAN, "attr_list", "attr_list"'
+)
 
 BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "unknown freeze kind": (
@@ -222,7 +224,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "post_init flag on an init field": (
         _table(
-            '"placement_map", "placement_map",\n', '"placement_map", "placement_map", post_init=True,\n'
+            '"placement_map", "placement_map",\n',
+            '"placement_map", "placement_map", post_init=True,\n',
         ),
         f"table row {ROW['params']} (params): post_init=True but the dataclass field has init=True",
     ),

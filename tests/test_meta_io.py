@@ -16,7 +16,6 @@ from shardplan.targets import Target
 from tests.shared_fixtures import QWEN3_MOE, shared_fixture
 
 
-
 @pytest.fixture(scope="module")
 def fixture_text() -> str:
     return shared_fixture(QWEN3_MOE).read_text(encoding="utf-8")

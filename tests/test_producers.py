@@ -147,7 +147,9 @@ def test_inner_out_src_shape_rebuilds_to_placements_and_refreezes_to_the_same_by
 def test_inner_out_src_of_no_shape_is_a_meta_error_at_the_exact_place(
     inner_out_src: Any, path: str, fragment: str, implementation: str
 ) -> None:
-    meta = meta_from_json(artifact({"m": {"is_boundary": True}}, [{"match": "m", "inner_out_src": inner_out_src}]))
+    meta = meta_from_json(
+        artifact({"m": {"is_boundary": True}}, [{"match": "m", "inner_out_src": inner_out_src}])
+    )
     with pytest.raises(MetaError) as caught:
         IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta)
     assert caught.value.path == f"injections[0]{path}"

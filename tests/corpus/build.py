@@ -165,9 +165,7 @@ def sharded(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     )
 
 
-def document(
-    param_plan: dict[str, Any], rules: list[dict[str, Any]], **top: Any
-) -> dict[str, Any]:
+def document(param_plan: dict[str, Any], rules: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
     rules = sorted(rules, key=lambda rule: str(rule["match"]))
     return {
         "param_plan": param_plan,
@@ -248,7 +246,10 @@ def older_planner() -> dict[str, Any]:
             "skip_source_lowering": 1,
             "is_boundary": True,
         },
-        "encoder.layer.0.output": {"params": {"dense.weight": {"tp": "S(1)"}}, "is_boundary": False},
+        "encoder.layer.0.output": {
+            "params": {"dense.weight": {"tp": "S(1)"}},
+            "is_boundary": False,
+        },
         "pooler": {"params": {}, "tp_divide_attrs": [], "is_boundary": True},
         "classifier": {
             "out_src": {"logits": {"tp": "P(avg)"}},
@@ -260,7 +261,9 @@ def older_planner() -> dict[str, Any]:
         {"match": "encoder.layer.0.attention", "inner_out_src": {"tp": "S(-2)"}},
         {"match": "classifier", "inner_target": 0},
     ]
-    return document(plan, rules, mesh_dim_names=None, tied_pairs=[["classifier.weight", "pooler.dense.weight"]])
+    return document(
+        plan, rules, mesh_dim_names=None, tied_pairs=[["classifier.weight", "pooler.dense.weight"]]
+    )
 
 
 CORPUS = {
