@@ -663,6 +663,34 @@ def test_a_failed_rename_puts_back_every_file_already_replaced(
     assert snapshot(config.output) == before  # old bytes back, no staged file left behind
 
 
+def test_when_even_the_restore_fails_the_message_names_the_files_left_new(
+    repo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(repo_copy)
+    expected = {name: (config.output / name).read_text() + "# changed\n" for name in OUTPUTS}
+    real_replace, targets = os.replace, []
+
+    def replace_failing_from_the_last_output_on(src: Any, dst: Any) -> None:
+        targets.append(Path(dst).name)
+        if len(targets) >= len(OUTPUTS):  # the last output, then every restore
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(emit.os, "replace", replace_failing_from_the_last_output_on)
+    with pytest.raises(GeneratorError) as caught:
+        emit.write(config, expected)
+    monkeypatch.undo()
+    new_ones = OUTPUTS[:-1]
+    assert str(caught.value).startswith(
+        f"cannot replace generated/{OUTPUTS[-1]}: Operation not permitted; could not restore "
+        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (every other file is as "
+        "it was): make "
+    )
+    for name in OUTPUTS:
+        assert (config.output / name).read_text().endswith("# changed\n") == (name in new_ones)
+    assert sorted(p.name for p in config.output.iterdir()) == sorted(OUTPUTS)  # no temps left
+
+
 @contextmanager
 def _unwritable(path: Path) -> Iterator[None]:
     """Make ``path`` unchangeable: chattr +i (even root obeys it), or, for a folder and a
