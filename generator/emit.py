@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,9 +276,15 @@ def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]]) -> list
         try:
             if old is None:
                 path.unlink(missing_ok=True)
-            else:
-                os.replace(_stage(config.output, name, old), path)
+                continue
+            tmp = _stage(config.output, name, old)
         except OSError:
+            stuck.append(name)
+            continue
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            _remove_quietly([tmp])
             stuck.append(name)
     return sorted(stuck)
 
@@ -304,12 +311,15 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         return done
 
     staged: dict[str, Path] = {}
+    created = not config.output.exists()
     try:
         config.output.mkdir(parents=True, exist_ok=True)
         for name, data in changes.items():
             staged[name] = _stage(config.output, name, data)
     except OSError as exc:
         _remove_quietly(list(staged.values()))
+        if created:
+            shutil.rmtree(config.output, ignore_errors=True)
         raise GeneratorError(
             f"cannot write to {out}/: {exc.strerror}; nothing was changed: "
             f"{_fix_for(exc, f'{out}/')}"
@@ -347,7 +357,7 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         if stuck:
             raise GeneratorError(
                 f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-                f"(they hold the new text, every other file the old): {fix}"
+                f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
             ) from None
         raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
     _remove_quietly([aside for _, aside in set_aside])

@@ -28,7 +28,9 @@ REPO = Path(__file__).resolve().parents[1]
 COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
 # Where the installed dependencies are, read off sys.path (not site.getsitepackages(), which
 # under -S forgets the venv): a nested run_in must find them too.
-SITE_PACKAGES = [entry for entry in sys.path if Path(entry).name == "site-packages"]
+SITE_PACKAGES = [
+    entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")
+]
 SPEC_FILE = "shardplan/spec.py"
 TABLE_FILE = "shardplan/spec_fields.py"
 # Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).

@@ -665,16 +665,53 @@ def test_a_failed_rename_puts_back_every_file_already_replaced(
     assert snapshot(config.output) == before  # old bytes back, no staged file left behind
 
 
+def test_when_even_the_restore_fails_the_message_names_the_files_left_new(
+    repo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(repo_copy)
+    expected = {name: (config.output / name).read_text() + "# changed\n" for name in OUTPUTS}
+    real_replace, targets = os.replace, []
+
+    def replace_failing_from_the_last_output_on(src: Any, dst: Any) -> None:
+        targets.append(Path(dst).name)
+        if len(targets) >= len(OUTPUTS):  # the last output, then every restore
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(emit.os, "replace", replace_failing_from_the_last_output_on)
+    with pytest.raises(GeneratorError) as caught:
+        emit.write(config, expected)
+    monkeypatch.undo()
+    new_ones = OUTPUTS[:-1]
+    assert str(caught.value).startswith(
+        f"cannot replace generated/{OUTPUTS[-1]}: Operation not permitted; could not restore "
+        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (every other file is as "
+        "it was): make "
+    )
+    for name in OUTPUTS:
+        assert (config.output / name).read_text().endswith("# changed\n") == (name in new_ones)
+    assert sorted(p.name for p in config.output.iterdir()) == sorted(OUTPUTS)  # no temps left
+
+
 @contextmanager
-def _immutable(path: Path) -> Iterator[None]:
-    """Make ``path`` unchangeable even for root (chattr +i); skip where that is impossible."""
+def _unwritable(path: Path) -> Iterator[None]:
+    """Make ``path`` unchangeable: chattr +i (even root obeys it), or, for a folder and a
+    user other than root, chmod a-w. Skips where neither is possible."""
     chattr = shutil.which("chattr")
-    if chattr is None or subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode:
-        pytest.skip("chattr +i is not available here (needs root on a file system that has it)")
-    try:
-        yield
-    finally:
-        subprocess.run([chattr, "-i", str(path)], check=True)
+    if chattr and subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode == 0:
+        try:
+            yield
+        finally:
+            subprocess.run([chattr, "-i", str(path)], check=True)
+    elif path.is_dir() and os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+    else:
+        pytest.skip("cannot make this unwritable here (chattr +i needs root)")
 
 
 def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
@@ -682,7 +719,7 @@ def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
 ) -> None:
     _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
     before = snapshot(repo_copy / "generated")
-    with _immutable(repo_copy / "generated" / "rebuild.py"):
+    with _unwritable(repo_copy / "generated" / "rebuild.py"):
         result = run_specgen(repo_copy)
         after = snapshot(repo_copy / "generated")
     assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
@@ -698,7 +735,7 @@ def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
 def test_a_read_only_output_folder_exits_2_and_changes_nothing(repo_copy: Path) -> None:
     _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
     before = snapshot(repo_copy / "generated")
-    with _immutable(repo_copy / "generated"):
+    with _unwritable(repo_copy / "generated"):
         result = run_specgen(repo_copy)
         after = snapshot(repo_copy / "generated")
     assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
