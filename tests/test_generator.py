@@ -40,7 +40,8 @@ from tests.conftest import (
 
 CONFIG = load_config(REPO)
 OUTPUTS = CONFIG.outputs  # every file the generator writes, as declared in [tool.specgen]
-GENERATED_MODULES = tuple(name for name in OUTPUTS if name != "__init__.py")
+# The Python modules with the per-field code (the schema, reference and lock are not code).
+GENERATED_MODULES = tuple(n for n in OUTPUTS if n.endswith(".py") and n != "__init__.py")
 ROW = {f.name: number for number, f in enumerate(SPEC_FIELDS, start=1)}  # name -> row number
 
 
@@ -81,8 +82,20 @@ def test_generated_files_carry_marker_command_and_digests() -> None:
         assert re.fullmatch(r"# inputs sha256: [0-9a-f]{64}", head[3])
 
 
+def test_the_schema_reference_and_lock_carry_the_header_in_their_own_comment_form() -> None:
+    python_header = (REPO / "generated" / "freeze.py").read_text().splitlines()[:4]
+    lines = [line.removeprefix("# ") for line in python_header]
+    for name in (n for n in OUTPUTS if n.endswith(".json")):
+        document = json.loads((REPO / "generated" / name).read_text())
+        assert next(iter(document)) == "$comment"  # JSON has no comments: the first key
+        assert document["$comment"] == " ".join(lines)
+    for name in (n for n in OUTPUTS if n.endswith(".md")):
+        head = (REPO / "generated" / name).read_text().splitlines()[:4]
+        assert head[0] == "<!-- " + lines[0] and head[3] == "     " + lines[3] + " -->"
+
+
 def test_generated_files_hold_no_absolute_path_or_timestamp() -> None:
-    for path in (REPO / "generated").glob("*.py"):
+    for path in (REPO / "generated").iterdir():
         text = path.read_text()
         assert str(REPO) not in text and "/home/" not in text and "/tmp" not in text
         assert not re.search(r"20\d\d-\d\d-\d\d", text)
@@ -280,7 +293,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         'templates/extra.py.j2 renders no declared output: add "extra.py" to outputs',
     ),
     "outputs not declared": (
-        _replace("pyproject.toml", "\noutputs = ", "\n# outputs = "),
+        _replace("pyproject.toml", "\noutputs = [", "\nnot_outputs = ["),
         "[tool.specgen] outputs must be a non-empty list of the files the generator writes",
     ),
     "template that is not UTF-8": (
@@ -508,7 +521,7 @@ def _names_the_generated_modules_bind() -> list[str]:
     """Every name generated/*.py binds (imports, definitions, parameters, assignments),
     read off their AST; the table's own field names (the rebuild's locals) left out."""
     bound: set[str] = set()
-    for name in OUTPUTS:
+    for name in (n for n in OUTPUTS if n.endswith(".py")):
         for node in ast.walk(ast.parse((CONFIG.output / name).read_text())):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 bound |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
@@ -625,9 +638,7 @@ def test_fields_named_after_generated_code_exit_2_naming_each_row_and_the_clash(
 
 def test_an_output_no_longer_declared_is_reported_removed_never_wrote(repo_copy: Path) -> None:
     pyproject = repo_copy / "pyproject.toml"
-    pyproject.write_text(
-        pyproject.read_text().replace('"freeze.py", "rebuild.py"]', '"freeze.py"]')
-    )
+    pyproject.write_text(pyproject.read_text().replace('    "rebuild.py",\n', ""))
     (repo_copy / "templates" / "rebuild.py.j2").unlink()
     result = run_specgen(repo_copy)
     assert result.returncode == 0, result.stderr
@@ -714,10 +725,15 @@ def _unwritable(path: Path) -> Iterator[None]:
         pytest.skip("cannot make this unwritable here (chattr +i needs root)")
 
 
+# A compatible table edit that changes every generated file (the table digest in each).
+OUT_NAMES_DOC = 'doc="The declared order of the module\'s outputs."'
+COMPATIBLE_EDIT = _table(OUT_NAMES_DOC, 'doc="The order of the outputs."')
+
+
 def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
     repo_copy: Path,
 ) -> None:
-    _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
+    COMPATIBLE_EDIT(repo_copy)
     before = snapshot(repo_copy / "generated")
     with _unwritable(repo_copy / "generated" / "rebuild.py"):
         result = run_specgen(repo_copy)
@@ -733,7 +749,7 @@ def test_an_immutable_generated_file_exits_2_and_leaves_every_file_as_it_was(
 
 
 def test_a_read_only_output_folder_exits_2_and_changes_nothing(repo_copy: Path) -> None:
-    _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
+    COMPATIBLE_EDIT(repo_copy)
     before = snapshot(repo_copy / "generated")
     with _unwritable(repo_copy / "generated"):
         result = run_specgen(repo_copy)
