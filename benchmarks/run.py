@@ -26,7 +26,8 @@ from generated import rebuild as gen_rebuild
 from shardplan import reference
 from shardplan.meta import meta_from_json, meta_to_json
 from shardplan.plan_meta import meta_for_plan
-from shardplan.spec_fields import check_generated, table_digest
+from shardplan.spec_fields import table_digest
+from shardplan.staleness import check_generated
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds

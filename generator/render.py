@@ -23,6 +23,7 @@ from generator.artifact_schema import schema_context
 from generator.config import Config
 from generator.errors import GeneratorError
 from generator.evolution import lock_of
+from shardplan.errors import field_path
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
 
 KINDS_TEMPLATE = "kinds.j2"
@@ -46,8 +47,9 @@ def pyrepr(value: Any) -> str:
 
 
 def path_suffix(key: str) -> str:
-    """How a key extends an error path: ``.key`` for an identifier, else ``["key"]``."""
-    return f".{key}" if key.isidentifier() else f"[{json.dumps(key)}]"
+    """How a key extends an error path (``.key``, or ``["key"]`` when it is no identifier):
+    the runtime's own ``field_path``, so generated paths and the reference's are one rule."""
+    return field_path("", key)
 
 
 def _check_template_files(config: Config) -> None:

@@ -1,5 +1,10 @@
 """The runtime entry points, backed by the generated straight-line code.
 
+It exposes the same four functions as the table-driven reference
+(``shardplan.reference``): ``freeze_plan``, ``freeze_param_plan``, ``freeze_injections``
+and ``rebuild_live_plan_from_meta``, so tests and benchmarks take either module as it
+is; ``rebuild_plan`` is the public name of the last.
+
 Before importing the generated modules (which load torch, seconds), this module checks
 they exist, so a missing one is reported at once with the command that makes it.
 """
@@ -8,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from shardplan.spec_fields import MissingGeneratedCode
+from shardplan.staleness import MissingGeneratedCode
 
 GENERATED_MODULES = ("generated.freeze", "generated.rebuild")
 
@@ -46,3 +51,12 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
 def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
     """Rebuild a live plan from a CodegenMeta; MetaError names any bad place."""
     return rebuild_live_plan_from_meta(meta, strict=strict)
+
+
+__all__ = [
+    "freeze_injections",
+    "freeze_param_plan",
+    "freeze_plan",
+    "rebuild_live_plan_from_meta",
+    "rebuild_plan",
+]

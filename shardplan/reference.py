@@ -123,3 +123,8 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
             setattr(spec, name, value)
         plan.modules[fqn] = spec
     return plan
+
+
+def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+    """``rebuild_live_plan_from_meta``, under the public name ``shardplan.api`` gives it."""
+    return rebuild_live_plan_from_meta(meta, strict=strict)

@@ -127,27 +127,6 @@ def table_digest(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class StaleGeneratedCode(ImportError):
-    """A generated module was rendered from another version of the field table."""
-
-
-class MissingGeneratedCode(ModuleNotFoundError):
-    """A generated module does not exist: it was never generated, or was deleted."""
-
-
-def check_generated(module_file: str, digest: str) -> None:
-    """The staleness guard every generated module runs on import.
-
-    It lives beside the table so generated modules need no loop over the table, and it
-    imports nothing heavy: generated modules call it before they import torch.
-    """
-    if digest != table_digest():
-        raise StaleGeneratedCode(
-            f"{module_file} is stale: the field table changed since it was generated.\n"
-            "  Run `make codegen` and commit generated/."
-        )
-
-
 def accepted_keys(group: str) -> tuple[str, ...]:
     """The keys strict rebuild accepts in ``group``: current keys, aliases, retired keys."""
     rows = fields_for_group(group)

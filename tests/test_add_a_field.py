@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, copy_repo, run_in, run_specgen, snapshot
-from tests.shared_fixtures import SHARED_FIXTURES as FIXTURES
+from tests.helpers import REPO, copy_repo, run_in, run_specgen, snapshot
+from tests.helpers import SHARED_FIXTURES as FIXTURES
 
 SPEC = "shardplan/spec.py"
 TABLE = "shardplan/spec_fields.py"

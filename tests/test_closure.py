@@ -16,20 +16,16 @@ from hypothesis import strategies as st
 from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
-from generated import freeze as gen_freeze
-from generated import rebuild as gen_rebuild
-from shardplan import reference
 from shardplan.errors import FreezeError, MetaError
 from shardplan.meta import CodegenMeta, meta_from_dict, meta_from_json, meta_to_json
-from shardplan.plan_meta import meta_for_plan
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from shardplan.targets import Target
 from tests import strategies
+from tests.implementations import IMPLEMENTATIONS
 from tests.strategies import MeshAxis
 
 FROZEN_FIELDS = [f.name for f in SPEC_FIELDS if f.group != GROUP_EXEMPT]
-IMPLEMENTATIONS = {"generated": (gen_freeze, gen_rebuild), "reference": (reference, reference)}
 
 
 class Opaque:
@@ -115,9 +111,8 @@ VALUES = st.one_of(
 
 def outcome(implementation: str, plan: ShardingPlan) -> tuple[str, Any]:
     """("refused", path) or ("written", artifact text); any other exception propagates."""
-    freezer = IMPLEMENTATIONS[implementation][0]
     try:
-        meta = meta_for_plan(plan, freezer.freeze_param_plan(plan), freezer.freeze_injections(plan))
+        meta = IMPLEMENTATIONS[implementation].freeze_plan(plan)
     except FreezeError as exc:
         return "refused", exc.path
     return "written", meta_to_json(meta)  # a MetaError here breaks the promise: it propagates
@@ -125,9 +120,9 @@ def outcome(implementation: str, plan: ShardingPlan) -> tuple[str, Any]:
 
 def assert_reads_back(implementation: str, text: str) -> None:
     """The written text loads, rebuilds strictly, and freezes back to the same bytes."""
-    freezer, rebuilder = IMPLEMENTATIONS[implementation]
-    plan = rebuilder.rebuild_live_plan_from_meta(meta_from_json(text), strict=True)
-    again = meta_for_plan(plan, freezer.freeze_param_plan(plan), freezer.freeze_injections(plan))
+    impl = IMPLEMENTATIONS[implementation]
+    plan = impl.rebuild_live_plan_from_meta(meta_from_json(text), strict=True)
+    again = impl.freeze_plan(plan)
     assert meta_to_json(again) == text
 
 
@@ -204,7 +199,7 @@ def test_a_python_built_meta_raises_nothing_but_meta_error(document: Any, strict
         return
     for implementation in IMPLEMENTATIONS:
         try:
-            IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta, strict=strict)
+            IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta, strict=strict)
         except MetaError:
             pass
     try:

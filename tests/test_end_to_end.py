@@ -19,7 +19,7 @@ from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
 from shardplan.examples.plan import tensor_parallel_plan
 from shardplan.meta import load_meta, meta_to_json
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from tests.conftest import REPO, run_in
+from tests.helpers import REPO, run_in
 
 CONFIG = LlamaConfig(n_layers=2)
 

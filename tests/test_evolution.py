@@ -14,7 +14,7 @@ import pytest
 
 from generator.evolution import Changes, classify, lock_of
 from generator.table import Retired, Row, Table
-from tests.conftest import run_in, run_specgen, snapshot
+from tests.helpers import run_in, run_specgen, snapshot
 
 TABLE = "shardplan/spec_fields.py"
 SPEC = "shardplan/spec.py"
@@ -135,7 +135,7 @@ def test_removing_a_row_without_retiring_its_key_exits_2_naming_it(repo_copy: Pa
 
 
 def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
-    from tests.conftest import add_field
+    from tests.helpers import add_field
 
     add_field(
         repo_copy,

@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardplan
-from generated import freeze as gen_freeze
-from generated import rebuild as gen_rebuild
+from shardplan import api
 from shardplan import reference
 from shardplan.errors import FreezeError, MetaError
 from shardplan.meta import CodegenMeta, load_meta, meta_from_dict, meta_from_json, meta_to_json
@@ -24,7 +23,8 @@ from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from shardplan.targets import Target, target_of_callable
 from tests import strategies
-from tests.shared_fixtures import QWEN3_MOE, shared_fixture, shared_fixture_or_none
+from tests.implementations import IMPLEMENTATIONS
+from tests.helpers import QWEN3_MOE, shared_fixture, shared_fixture_or_none
 
 
 def outcome(call: Callable[[], Any], error: type[ValueError]) -> tuple[str, Any]:
@@ -58,7 +58,7 @@ def plan_state(plan: ShardingPlan) -> Any:
 
 def rebuild_both(meta: CodegenMeta, strict: bool = True) -> tuple[Any, Any]:
     generated = outcome(
-        lambda: plan_state(gen_rebuild.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
+        lambda: plan_state(api.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
     )
     expected = outcome(
         lambda: plan_state(reference.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
@@ -72,8 +72,8 @@ def rebuild_both(meta: CodegenMeta, strict: bool = True) -> tuple[Any, Any]:
 @given(strategies.plan_source())
 def test_generated_freeze_equals_reference_with_key_order(plan: ShardingPlan) -> None:
     """For every plan, generated freeze == reference freeze, key order included."""
-    assert ordered(gen_freeze.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
-    assert ordered(gen_freeze.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
+    assert ordered(api.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
+    assert ordered(api.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
 
 
 @settings(max_examples=max(settings().max_examples // 10, 100))
@@ -82,8 +82,8 @@ def test_drawn_plans_freeze_alike_and_round_trip(plan: ShardingPlan) -> None:
     """The differential and the law on plans drawn field by field (shrinkable, and wider
     value pools than the seeded plans): generated freeze == reference freeze, and
     freeze(rebuild(M)) == M."""
-    assert ordered(gen_freeze.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
-    assert ordered(gen_freeze.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
+    assert ordered(api.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
+    assert ordered(api.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
     meta = shardplan.freeze_plan(plan)
     assert meta_to_json(shardplan.freeze_plan(shardplan.rebuild_plan(meta))) == meta_to_json(meta)
 
@@ -95,7 +95,7 @@ def test_generated_freeze_refuses_what_reference_refuses_at_the_same_path(
 ) -> None:
     """A value freeze cannot write raises FreezeError with the same path in both."""
     for name in ("freeze_param_plan", "freeze_injections"):
-        generated = outcome(lambda: ordered(getattr(gen_freeze, name)(plan)), FreezeError)
+        generated = outcome(lambda: ordered(getattr(api, name)(plan)), FreezeError)
         expected = outcome(lambda: ordered(getattr(reference, name)(plan)), FreezeError)
         assert generated == expected
     assert outcome(lambda: shardplan.freeze_plan(plan), FreezeError)[0] == "error"
@@ -309,8 +309,7 @@ def fixture_meta() -> CodegenMeta:
 def test_real_artifact_round_trips_through_both_implementations(
     fixture_meta: CodegenMeta, implementation: str
 ) -> None:
-    module = gen_rebuild if implementation == "generated" else reference
-    freezer = gen_freeze if implementation == "generated" else reference
+    module = freezer = IMPLEMENTATIONS[implementation]
     plan = module.rebuild_live_plan_from_meta(fixture_meta)
     assert json.dumps(freezer.freeze_param_plan(plan), sort_keys=True) == json.dumps(
         fixture_meta.param_plan, sort_keys=True

@@ -13,7 +13,7 @@ import pytest
 from shardplan import reference
 from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.targets import Target
-from tests.shared_fixtures import QWEN3_MOE, shared_fixture
+from tests.helpers import QWEN3_MOE, shared_fixture
 
 
 @pytest.fixture(scope="module")

@@ -16,17 +16,12 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 import shardplan
-from generated import freeze as gen_freeze
-from generated import rebuild as gen_rebuild
-from shardplan import reference
 from shardplan.errors import FreezeError, MetaError
 from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
-from shardplan.plan_meta import meta_for_plan
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.targets import Target
-from tests.shared_fixtures import CORPUS_FILES, QWEN3_MOE, shared_fixture
-
-IMPLEMENTATIONS = {"generated": (gen_freeze, gen_rebuild), "reference": (reference, reference)}
+from tests.implementations import IMPLEMENTATIONS
+from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:
@@ -47,9 +42,9 @@ def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> s
 
 def refreeze(meta: CodegenMeta, implementation: str, *, strict: bool = True) -> str:
     """Rebuild and freeze again, carrying the top-level keys a plan does not hold."""
-    freezer, rebuilder = IMPLEMENTATIONS[implementation]
-    plan = rebuilder.rebuild_live_plan_from_meta(meta, strict=strict)
-    again = meta_for_plan(plan, freezer.freeze_param_plan(plan), freezer.freeze_injections(plan))
+    impl = IMPLEMENTATIONS[implementation]
+    plan = impl.rebuild_live_plan_from_meta(meta, strict=strict)
+    again = impl.freeze_plan(plan)
     # The plan carries the plan; other producers' keys ride along in the CodegenMeta.
     again.extra = meta.extra
     again.parallel_dims = {**meta.parallel_dims, **again.parallel_dims}
@@ -69,7 +64,7 @@ def test_skip_source_lowering_true_rebuilds_to_true_and_refreezes_to_true(
 ) -> None:
     text = artifact({"m": {"is_boundary": False, "skip_source_lowering": True}}, [])
     meta = meta_from_json(text)
-    plan = IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta)
+    plan = IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta)
     assert plan.modules["m"].skip_source_lowering is True
     assert refreeze(meta, implementation) == text
 
@@ -78,8 +73,7 @@ def test_skip_source_lowering_true_rebuilds_to_true_and_refreezes_to_true(
 def test_skip_source_lowering_falsy_writes_no_key(value: Any, implementation: str) -> None:
     plan = ShardingPlan(modules={"m": ModuleShardingSpec(skip_source_lowering=value)})
     assert (
-        "skip_source_lowering"
-        not in IMPLEMENTATIONS[implementation][0].freeze_param_plan(plan)["m"]
+        "skip_source_lowering" not in IMPLEMENTATIONS[implementation].freeze_param_plan(plan)["m"]
     )
 
 
@@ -88,9 +82,7 @@ def test_skip_source_lowering_truthy_int_or_true_is_written_as_it_is(
     value: Any, implementation: str
 ) -> None:
     plan = ShardingPlan(modules={"m": ModuleShardingSpec(skip_source_lowering=value)})
-    written = IMPLEMENTATIONS[implementation][0].freeze_param_plan(plan)["m"][
-        "skip_source_lowering"
-    ]
+    written = IMPLEMENTATIONS[implementation].freeze_param_plan(plan)["m"]["skip_source_lowering"]
     assert written == value and type(written) is type(value)
 
 
@@ -99,7 +91,7 @@ def test_ep_size_true_is_refused_because_its_rebuild_reads_only_integers(
 ) -> None:
     spec = ModuleShardingSpec(_ep_size=True)  # type: ignore[arg-type]
     with pytest.raises(FreezeError) as caught:
-        IMPLEMENTATIONS[implementation][0].freeze_injections(ShardingPlan(modules={"m": spec}))
+        IMPLEMENTATIONS[implementation].freeze_injections(ShardingPlan(modules={"m": spec}))
     assert caught.value.path == 'modules["m"]._ep_size'
 
 
@@ -128,7 +120,7 @@ def test_inner_out_src_shape_rebuilds_to_placements_and_refreezes_to_the_same_by
 ) -> None:
     text = artifact({"m": {"is_boundary": True}}, [{"match": "m", "inner_out_src": written}])
     meta = meta_from_json(text)
-    plan = IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta)
+    plan = IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta)
     assert plan.modules["m"].inner_out_src == live
     assert refreeze(meta, implementation) == text
 
@@ -151,7 +143,7 @@ def test_inner_out_src_of_no_shape_is_a_meta_error_at_the_exact_place(
         artifact({"m": {"is_boundary": True}}, [{"match": "m", "inner_out_src": inner_out_src}])
     )
     with pytest.raises(MetaError) as caught:
-        IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta)
+        IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta)
     assert caught.value.path == f"injections[0]{path}"
     assert fragment in str(caught.value)
 
@@ -175,7 +167,7 @@ def test_mesh_dim_names_null_loads_rebuilds_to_none_and_rewrites_the_same_bytes(
     path.write_text(text)
     meta = load_meta(path)
     assert meta.mesh_dim_names is None
-    plan = IMPLEMENTATIONS[implementation][1].rebuild_live_plan_from_meta(meta)
+    plan = IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta)
     assert plan.mesh_dim_names is None
     assert refreeze(meta, implementation) == text
     dump_meta(shardplan.freeze_plan(shardplan.rebuild_plan(meta)), path)

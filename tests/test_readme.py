@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def _python_block_after(heading: str) -> str:

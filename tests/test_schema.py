@@ -23,7 +23,7 @@ from shardplan.errors import MetaError
 from shardplan.meta import load_meta, meta_from_dict
 from shardplan.plan_meta import MATCH_KEY
 from tests import strategies
-from tests.shared_fixtures import CORPUS_FILES, QWEN3_MOE, REPO, shared_fixture
+from tests.helpers import CORPUS_FILES, QWEN3_MOE, REPO, shared_fixture
 
 SCHEMA_FILE = REPO / "generated" / "codegen_meta.schema.json"
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
