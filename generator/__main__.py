@@ -4,7 +4,6 @@
     specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
     specgen [--root DIR] diff       write nothing; print the diff only
     specgen [--root DIR] table      print the field table
-    specgen demo [OPTIONS]          shard an example model on two CPU processes
 
 ``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
 ``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
@@ -23,7 +22,7 @@ from generator.emit import compare, write
 from generator.errors import GeneratorError
 from generator.pipeline import generate, load_validated_table
 
-COMMANDS = ("generate", "check", "diff", "table", "demo")
+COMMANDS = ("generate", "check", "diff", "table")
 
 
 class ExitStatus(IntEnum):
@@ -75,12 +74,6 @@ def _parser() -> argparse.ArgumentParser:
                 help="accept a table edit that breaks existing artifacts, and record it in "
                 "generated/table.lock.json",
             )
-    # Only listed here: `specgen demo ...` is forwarded to shardplan.demo before parsing.
-    commands.add_parser(
-        "demo",
-        add_help=False,
-        help="shard an example model on two CPU processes from a frozen plan (specgen demo --help)",
-    )
     return parser
 
 
@@ -94,13 +87,6 @@ def _command(args: argparse.Namespace) -> str:
             f"`specgen {args.command} {alias}` means nothing: {alias} is the old spelling of "
             f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
             f"`specgen {alias[2:]}`"
-        )
-    if args.command == "demo":
-        # The demo runs the installed shardplan on an example model: a project folder
-        # means nothing to it, and silently regenerating instead would be worse.
-        raise UsageError(
-            "`specgen --root DIR demo` means nothing: the demo runs the installed shardplan, "
-            "not a project folder; run `specgen demo` (its options go after `demo`)"
         )
     return str(args.command)
 
@@ -151,18 +137,32 @@ def _run_command(command: str, root: Path, allow_breaking: bool = False) -> Exit
     return ExitStatus.OK
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the command line; return the exit status (an ExitStatus, or the demo's own)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["demo"]:
-        # The demo needs torch; imported only here so the generator itself never is.
-        from shardplan.demo import main as demo
+def _command_word(argv: list[str]) -> str | None:
+    """The first word of ``argv`` that is neither an option nor the value of ``--root``."""
+    words = iter(argv)
+    for word in words:
+        if word == "--root":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
-        return demo(argv[1:])
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line; return the exit status (an ExitStatus)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if _command_word(argv) == "demo":
+        # The demo is shardplan's, with its own command: the generator never loads torch.
+        print(
+            "specgen: the demo is not a specgen command: run `shardplan-demo` "
+            "(or python -m shardplan.demo)",
+            file=sys.stderr,
+        )
+        return ExitStatus.BAD_INPUT
     parser = _parser()
     try:
         args, unknown = parser.parse_known_args(argv)
-        if unknown and args.command != "demo":  # the demo's options: refused in _command
+        if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse: --help (0) or a usage error it printed (2)
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT

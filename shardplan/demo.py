@@ -1,4 +1,4 @@
-"""End to end on real torch: ``specgen demo`` / ``python -m shardplan.demo``.
+"""End to end on real torch: ``shardplan-demo`` / ``python -m shardplan.demo``.
 
 Builds the example model and its tensor-parallel plan, freezes the plan with the
 generated code into codegen_meta.json, then starts two CPU processes (gloo, loopback
@@ -173,7 +173,7 @@ def run(out: Path, layers: int, timeout: float) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line of the demo; ``--rank`` runs one worker (used by the demo itself)."""
-    parser = argparse.ArgumentParser(prog="specgen demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="shardplan-demo", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--out", type=Path, help="folder for codegen_meta.json (default: a new temporary folder)"
     )

@@ -25,7 +25,7 @@ CONFIG = LlamaConfig(n_layers=2)
 
 
 def test_demo_shards_on_two_processes_and_matches_the_unsharded_model(tmp_path: Path) -> None:
-    result = run_in(REPO, "-m", "generator", "demo", "--out", str(tmp_path), "--timeout", "90")
+    result = run_in(REPO, "-m", "shardplan.demo", "--out", str(tmp_path), "--timeout", "90")
     assert result.returncode == 0, result.stdout + result.stderr
     artifact = tmp_path / "codegen_meta.json"
     assert f"{artifact} (" in result.stdout

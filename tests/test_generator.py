@@ -934,13 +934,10 @@ def test_diff_and_its_alias_print_the_diff_and_exit_0(
         ),
         (("generate", "--diff"), "`specgen generate --diff` means nothing"),
         (("check", "--check"), "`specgen check --check` means nothing"),
-        (
-            ("demo",),
-            "`specgen --root DIR demo` means nothing: the demo runs the installed shardplan",
-        ),
-        (("demo", "--out", "x"), "run `specgen demo` (its options go after `demo`)"),
+        (("demo",), "the demo is not a specgen command: run `shardplan-demo`"),
+        (("demo", "--out", "x"), "run `shardplan-demo` (or python -m shardplan.demo)"),
     ],
-    ids=["table-check", "generate-diff", "check-check", "root-demo", "root-demo-options"],
+    ids=["table-check", "generate-diff", "check-check", "demo", "demo-options"],
 )
 def test_a_command_line_that_means_nothing_exits_2_and_writes_nothing(
     repo_copy: Path, args: tuple[str, ...], message: str
