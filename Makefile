@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONSTRAINTS := constraints-dev.txt
 
-.PHONY: all venv test codegen check fuzz bench mypy clean
+.PHONY: all venv test codegen check fuzz bench mypy lint clean
 
 all: test
 
@@ -33,6 +33,10 @@ check: $(STAMP)
 # generated/ must pass mypy --strict: it is code a reviewer reads like hand-written code.
 mypy: $(STAMP)
 	$(BIN)/python -m mypy --strict generated/ shardplan/ generator/
+
+# ruff (rules F, I, B, UP: pyproject.toml) over hand-written and generated code alike.
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 # The long property run: 50,000 examples a property (tests/conftest.py, profile "fuzz").
 fuzz: $(STAMP)

@@ -23,8 +23,8 @@ from generator.artifact_schema import schema_context
 from generator.config import Config
 from generator.errors import GeneratorError
 from generator.evolution import lock_of
-from shardplan.errors import field_path
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
+from shardplan.errors import field_path
 
 KINDS_TEMPLATE = "kinds.j2"
 TEMPLATE_SUFFIX = ".j2"
@@ -201,8 +201,8 @@ def _docs_context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
     crossing = tuple(row for row in table.rows if row.group != EXEMPT)
     return {
         **schema_context(env, table),
-        "written_when": getattr(module, "written_when"),
-        "absent": getattr(module, "absent"),
+        "written_when": module.written_when,
+        "absent": module.absent,
         "crossing_fields": crossing,
         "aliased_fields": tuple(row for row in crossing if row.aliases),
         "retired": table.retired,

@@ -88,7 +88,7 @@ def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, A
         return freeze_placement_table(value, path)
     if not any(nested):
         return freeze_named_placement(value, path)
-    key = next(k for k, is_nested in zip(value, nested) if is_nested != nested[0])
+    key = next(k for k, is_nested in zip(value, nested, strict=True) if is_nested != nested[0])
     raise FreezeError(
         key_path(path, key.value if isinstance(key, Enum) else key),
         "mixes placements and {axis: placement} mappings: use a named placement "

@@ -16,13 +16,12 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from shardplan import kinds
 from shardplan.kinds import (  # re-exported: no fast path needed
     admit,
-    read_renamed,
-    refuse_none,
     freeze_attr_list,
     freeze_dict_copy,
     freeze_int_truthy,
     freeze_name_list,
     freeze_value_to_dict,
+    read_renamed,
     rebuild_attr_list,
     rebuild_bool_default_true,
     rebuild_dict_copy,
@@ -31,6 +30,7 @@ from shardplan.kinds import (  # re-exported: no fast path needed
     rebuild_name_list,
     rebuild_opt_scalar,
     rebuild_tuple_empty,
+    refuse_none,
 )
 from shardplan.placement_text import MAX_INT_DIGITS, REDUCE_OPS
 from shardplan.placements import parse_placement

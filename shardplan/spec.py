@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from torch.distributed.tensor import Placement
@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from shardplan.targets import Target
 
     # A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
-    AxisKey: TypeAlias = Union[str, Enum]
+    AxisKey: TypeAlias = str | Enum
     # Mapping[Any, ...]: keys are AxisKey, but a rebuilt plan holds dict[str, Placement]
     # and Mapping is invariant in its key type.
     NamedPlacement: TypeAlias = Mapping[Any, Placement]
     PlacementMap: TypeAlias = Mapping[str, NamedPlacement]
-    Injected: TypeAlias = Union["Target", Callable[..., Any], str, PlacementMap]
+    Injected: TypeAlias = "Target" | Callable[..., Any] | str | PlacementMap
 
 
 @dataclass

@@ -21,7 +21,8 @@ from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.targets import Target
 
 
-class MeshAxis(str, Enum):
+# (str, Enum), not StrEnum: the spelling planners use, which freeze must read.
+class MeshAxis(str, Enum):  # noqa: UP042
     """Axis keys as a planner with an Enum writes them; the frozen key is the value."""
 
     TP = "tp"

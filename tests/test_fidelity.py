@@ -15,16 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shardplan
-from shardplan import api
-from shardplan import reference
+from shardplan import api, reference
 from shardplan.errors import FreezeError, MetaError
 from shardplan.meta import CodegenMeta, load_meta, meta_from_dict, meta_from_json, meta_to_json
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from shardplan.targets import Target, target_of_callable
 from tests import strategies
-from tests.implementations import IMPLEMENTATIONS
 from tests.helpers import QWEN3_MOE, shared_fixture, shared_fixture_or_none
+from tests.implementations import IMPLEMENTATIONS
 
 
 def outcome(call: Callable[[], Any], error: type[ValueError]) -> tuple[str, Any]:
@@ -95,8 +94,8 @@ def test_generated_freeze_refuses_what_reference_refuses_at_the_same_path(
 ) -> None:
     """A value freeze cannot write raises FreezeError with the same path in both."""
     for name in ("freeze_param_plan", "freeze_injections"):
-        generated = outcome(lambda: ordered(getattr(api, name)(plan)), FreezeError)
-        expected = outcome(lambda: ordered(getattr(reference, name)(plan)), FreezeError)
+        generated = outcome(lambda n=name: ordered(getattr(api, n)(plan)), FreezeError)
+        expected = outcome(lambda n=name: ordered(getattr(reference, n)(plan)), FreezeError)
         assert generated == expected
     assert outcome(lambda: shardplan.freeze_plan(plan), FreezeError)[0] == "error"
 

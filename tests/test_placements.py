@@ -23,7 +23,7 @@ EXPECTED_FORMS = "expected S(dim), SS(dim,factor), R or P(op)"
 PATH = 'param_plan["m"].params["w"]["tp"]'
 
 
-class StrAxis(str, Enum):
+class StrAxis(str, Enum):  # noqa: UP042 (the spelling planners use)
     TP = "tp"
     CP = "cp"
 

@@ -20,8 +20,8 @@ from shardplan.errors import FreezeError, MetaError
 from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.targets import Target
-from tests.implementations import IMPLEMENTATIONS
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
+from tests.implementations import IMPLEMENTATIONS
 
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:
