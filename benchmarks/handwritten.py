@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shardplan.kinds_fast import (
+from shardplan.kinds import (
     freeze_attr_list,
     freeze_dict_copy,
     freeze_int_truthy,

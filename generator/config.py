@@ -17,7 +17,7 @@ from typing import Any
 from generator.errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-REQUIRED_KEYS = ("table", "spec_class", "templates", "output", "outputs")
+REQUIRED_KEYS = ("table", "spec_class", "kinds", "templates", "output", "outputs")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
 # and the artifact's JSON Schema, field reference and table lock (.json, .md).
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
@@ -30,6 +30,7 @@ class Config:
     root: Path  # the folder of pyproject.toml, resolved
     table: str  # "module:ATTRIBUTE"
     spec_class: str  # "module:Class"
+    kinds: str  # "package.module": the kinds' functions and declarations, read as source
     templates: Path  # a folder inside root
     output: Path  # a folder inside root
     outputs: tuple[str, ...]  # the declared output files, each rendered from "<name>.j2"
@@ -165,11 +166,17 @@ def load_config(root: Path) -> Config:
             raise GeneratorError(
                 f'{pyproject}: {SECTION} {key} = "{section[key]}" must read "package.module:NAME"'
             )
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section["kinds"]):
+        raise GeneratorError(
+            f'{pyproject}: {SECTION} kinds = "{section["kinds"]}" must be a module name, '
+            'e.g. "shardplan.kinds"'
+        )
     project = data.get("project", {})
     return Config(
         root=root,
         table=section["table"],
         spec_class=section["spec_class"],
+        kinds=section["kinds"],
         templates=_folder(root, pyproject, "templates", section["templates"]),
         output=_folder(root, pyproject, "output", section["output"]),
         outputs=_outputs(pyproject, section.get("outputs")),

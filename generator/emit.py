@@ -46,7 +46,8 @@ def check_formatter(config: Config) -> None:
 
 
 def inputs_digest(table: Table, config: Config) -> str:
-    """sha256 over everything the output depends on: table, templates, generator, black."""
+    """sha256 over everything the output depends on: table, templates, the kinds module's
+    declarations (its source), generator, black."""
     # Every file of the templates folder: the .j2 templates and the kinds' schema fragments.
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -57,6 +58,9 @@ def inputs_digest(table: Table, config: Config) -> str:
             [p.relative_to(config.templates).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()]
             for p in templates
         ],
+        "kinds": hashlib.sha256(
+            (config.root / (config.kinds.replace(".", "/") + ".py")).read_bytes()
+        ).hexdigest(),
         "generator": generator.__version__,
         "black": BLACK_VERSION,
     }

@@ -18,20 +18,40 @@ from generator.evolution import (
     record_breaks,
     ways_forward,
 )
-from generator.render import check_name_clashes, known_kinds, make_environment, render_all
+from generator.kinds import STEPS, KindFacts, check_macros, read_kinds
+from generator.render import (
+    check_kind_calls,
+    check_name_clashes,
+    known_kinds,
+    make_environment,
+    render_all,
+)
 from generator.table import LoadedTable, Table, load_table, validate
 
 
-def _validated(env: jinja2.Environment, config: Config, loaded: LoadedTable | None) -> Table:
-    table = validate(load_table(config) if loaded is None else loaded, known_kinds(env))
+def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts]:
+    """The templates' environment, once the kinds module and the macros agree."""
+    kinds = read_kinds(config.root, config.kinds)
+    env = make_environment(config, kinds)
+    check_macros(kinds, known_kinds(env), config.templates_name)
+    return env, kinds
+
+
+def _validated(
+    env: jinja2.Environment, kinds: KindFacts, config: Config, loaded: LoadedTable | None
+) -> Table:
+    declared = {step: kinds.kinds(step) for step in STEPS}
+    table = validate(load_table(config) if loaded is None else loaded, declared)
+    check_kind_calls(env, table)
     check_name_clashes(env, table, config)
     return table
 
 
 def load_validated_table(config: Config, loaded: LoadedTable | None = None) -> Table:
-    """The table, validated against the spec class, the kinds the templates know and the
-    names the generated code binds. ``loaded`` stands in for the configured table (tests)."""
-    return _validated(make_environment(config), config, loaded)
+    """The table, validated against the spec class, the kinds the kinds module declares
+    and the names the generated code binds. ``loaded`` stands in for the configured table
+    (tests)."""
+    return _validated(*_environment(config), config, loaded)
 
 
 @dataclass
@@ -63,8 +83,8 @@ def generate(
     (check, diff: they write nothing) it is only reported, and the lock shows as drift.
     Touches no file."""
     check_formatter(config)
-    env = make_environment(config)
-    table = _validated(env, config, loaded)
+    env, kinds = _environment(config)
+    table = _validated(env, kinds, config, loaded)
     lock = _old_lock(config) if LOCK_NAME in config.outputs else None
     changes = classify(lock, table) if lock is not None else Changes()
     if changes.breaking and refuse_breaking and not allow_breaking:

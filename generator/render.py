@@ -23,6 +23,7 @@ from generator.artifact_schema import schema_context
 from generator.config import Config
 from generator.errors import GeneratorError
 from generator.evolution import lock_of
+from generator.kinds import KindFacts, read_kinds
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
 from shardplan.errors import field_path
 
@@ -80,8 +81,10 @@ def _check_template_files(config: Config) -> None:
             ) from None
 
 
-def make_environment(config: Config) -> jinja2.Environment:
-    """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
+def make_environment(config: Config, kinds: KindFacts | None = None) -> jinja2.Environment:
+    """The one Jinja2 environment: strict about undefined names, exact about whitespace.
+    ``kinds``: the kinds' declarations every template reads (read from the kinds module
+    when not given)."""
     _check_template_files(config)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
@@ -95,6 +98,8 @@ def make_environment(config: Config) -> jinja2.Environment:
     env.filters["path_suffix"] = path_suffix
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.globals["templates_folder"] = config.templates_name
+    # Before any template is loaded: the kinds' macros read these as globals.
+    env.globals.update((kinds or read_kinds(config.root, config.kinds)).template_globals())
     return env
 
 
@@ -114,7 +119,8 @@ def _template_error(env: jinja2.Environment, exc: jinja2.TemplateError) -> Gener
 
 
 def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
-    """``{"freeze": (...), "rebuild": (...)}``: the kinds that have a macro in kinds.j2."""
+    """``{"freeze": (...), "rebuild": (...)}``: the kinds that have a macro in kinds.j2
+    (``pipeline`` checks them against the kinds module's functions and declarations)."""
     folder = env.globals["templates_folder"]
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(
@@ -160,15 +166,37 @@ _BLOCK_CONTEXT = frozenset({"spec", "path", "target"})
 def _called_functions(env: jinja2.Environment, rows: tuple[Row, ...], step: str) -> list[str]:
     """The functions the rows' ``step`` blocks call, read off the rendered blocks, so the
     generated imports are exactly what the code uses (``admit`` only where a row's value
-    is read back at freeze, say), whatever the macros emit."""
+    is read back at freeze, say), whatever the macros emit. Each must be defined by the
+    kinds module, read as source: otherwise the generated import would fail."""
     module = env.get_template(KINDS_TEMPLATE).module
+    defined: frozenset[str] = env.globals["kinds_defined"]  # type: ignore[assignment]
     used: set[str] = set()
+    problems = []
     for row in rows:
         block = str(getattr(module, f"{step}_{getattr(row, step)}")(row, "target"))
         names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
         bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
-        used |= {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
-    return sorted(used - _BLOCK_CONTEXT - set(dir(builtins)))
+        calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
+        calls -= _BLOCK_CONTEXT | set(dir(builtins))
+        for name in sorted(calls - defined):
+            problems.append(
+                f"table row {row.number} ({row.name}): its {step} block (macro "
+                f"{step}_{getattr(row, step)} in {env.globals['templates_folder']}/"
+                f"{KINDS_TEMPLATE}) uses {name!r}, which {env.globals['kinds_file']} does not "
+                f"define: define it there, or fix the macro"
+            )
+        used |= calls
+    if problems:
+        raise GeneratorError("\n".join(problems))
+    return sorted(used)
+
+
+def check_kind_calls(env: jinja2.Environment, table: Table) -> None:
+    """Refuse a row whose generated block would use a name the kinds module does not
+    define (a macro added without its function, say), naming the row."""
+    crossing = tuple(row for row in table.rows if row.group != EXEMPT)
+    for step in ("freeze", "rebuild"):
+        _called_functions(env, crossing, step)
 
 
 def _accepted_keys(table: Table, group: str) -> tuple[str, ...]:
@@ -196,13 +224,10 @@ def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
 
 
 def _docs_context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
-    # The schema and the field reference read the kinds' facts from kinds.j2 itself.
-    module = env.get_template(KINDS_TEMPLATE).module
+    # The kinds' declarations (written_when, absent) are globals: see make_environment.
     crossing = tuple(row for row in table.rows if row.group != EXEMPT)
     return {
         **schema_context(env, table),
-        "written_when": module.written_when,
-        "absent": module.absent,
         "crossing_fields": crossing,
         "aliased_fields": tuple(row for row in crossing if row.aliases),
         "retired": table.retired,

@@ -7,6 +7,7 @@ field. ``path`` names the value's place for error messages.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any
@@ -69,13 +70,13 @@ def _check_scalar(value: Any, path: str) -> Any:
 
 
 def freeze_scalar(value: Any, path: str) -> Any:
-    """A JSON scalar, written as it is."""
-    return _check_scalar(value, path)
+    """A JSON scalar, written as it is (a bool, the common case, needs no check)."""
+    return value if type(value) is bool else _check_scalar(value, path)
 
 
 def freeze_plain(value: Any, path: str) -> Any:
-    """A JSON scalar, written as it is."""
-    return _check_scalar(value, path)
+    """A JSON scalar, written as it is (a str, the common case, needs no check)."""
+    return value if type(value) is str else _check_scalar(value, path)
 
 
 def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
@@ -172,17 +173,19 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
 # --------------------------------------------------------------- rebuild: meta -> spec
 
 
-def rebuild_placement_map(value: Any, path: str) -> dict[str, dict[str, Placement]] | None:
-    """Absent -> None; ``{}`` stays ``{}``; else parsed placements."""
-    return None if value is None else parse_placement_table(value, path)
+def rebuild_placement_map(value: Any, path: str) -> dict[str, dict[str, Placement]]:
+    """``{param: {axis: "S(0)"}}`` -> parsed placements; ``{}`` stays ``{}``."""
+    return parse_placement_table(value, path)
 
 
-def rebuild_named_placements(value: Any, path: str) -> dict[str, dict[str, Placement]] | None:
-    """Absent -> None; ``{}`` stays ``{}``; else parsed placements."""
-    return None if value is None else parse_placement_table(value, path)
+def rebuild_named_placements(value: Any, path: str) -> dict[str, dict[str, Placement]]:
+    """``{name: {axis: "S(0)"}}`` -> parsed placements; ``{}`` stays ``{}``."""
+    return parse_placement_table(value, path)
 
 
 def _rebuild_strings(value: Any, path: str) -> list[str]:
+    if type(value) is list and all(type(item) is str for item in value):
+        return value[:]  # the common case, decoded from JSON
     if not isinstance(value, list):
         raise MetaError(path, f"expected an array of strings, got {json_type(value)}")
     for index, item in enumerate(value):
@@ -191,28 +194,26 @@ def _rebuild_strings(value: Any, path: str) -> list[str]:
     return list(value)
 
 
-def rebuild_name_list(value: Any, path: str) -> list[str] | None:
-    """Absent -> None; else a list of strings."""
-    return None if value is None else _rebuild_strings(value, path)
+def rebuild_name_list(value: Any, path: str) -> list[str]:
+    """An array of strings -> a list."""
+    return _rebuild_strings(value, path)
 
 
-def rebuild_attr_list(value: Any, path: str) -> list[str] | None:
-    """Absent -> None; else a list of strings (``[]`` stays ``[]``)."""
-    return None if value is None else _rebuild_strings(value, path)
+def rebuild_attr_list(value: Any, path: str) -> list[str]:
+    """An array of strings -> a list (``[]`` stays ``[]``)."""
+    return _rebuild_strings(value, path)
 
 
 def rebuild_bool_default_true(value: Any, path: str) -> bool:
-    """Absent -> True; else a boolean."""
-    if value is None:
-        return True
+    """A boolean."""
     if not isinstance(value, bool):
         raise MetaError(path, f"expected a boolean, got {json_type(value)}")
     return value
 
 
 def rebuild_opt_scalar(value: Any, path: str) -> Any:
-    """Absent -> None; else a JSON scalar (string, number or boolean)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    """A JSON scalar (string, number or boolean), as it is."""
+    if isinstance(value, (bool, int, float, str)):
         return value
     raise MetaError(path, f"expected a string, number or boolean, got {json_type(value)}")
 
@@ -245,9 +246,9 @@ def _rebuild_injected_object(value: dict[Any, Any], path: str) -> Any:
 
 
 def rebuild_injection_target(value: Any, path: str) -> Any:
-    """Absent -> None; ``{"_target_": ...}`` -> Target; a registry name stays a string;
-    an object of placement texts is a named placement, an object of objects a contract."""
-    if value is None or isinstance(value, str):
+    """``{"_target_": ...}`` -> Target; a registry name stays a string; an object of
+    placement texts is a named placement, an object of objects a contract."""
+    if isinstance(value, str):
         return value
     if isinstance(value, dict):
         if TARGET_KEY in value:
@@ -261,26 +262,22 @@ def rebuild_injection_target(value: Any, path: str) -> Any:
 
 
 def rebuild_dict_copy(value: Any, path: str) -> dict[str, Any]:
-    """Absent -> ``{}``; else a copy of the object."""
-    if value is None:
-        return {}
+    """An object -> a copy of it."""
     if not isinstance(value, dict):
         raise MetaError(path, f"expected an object, got {json_type(value)}")
     return dict(value)
 
 
 def rebuild_int_truthy(value: Any, path: str) -> int:
-    """Absent -> 0; else an integer."""
-    if value is None:
-        return 0
+    """An integer (not a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise MetaError(path, f"expected an integer, got {json_type(value)}")
     return value
 
 
 def rebuild_tuple_empty(value: Any, path: str) -> tuple[str, ...]:
-    """Absent -> ``()``; else a tuple of strings."""
-    return () if value is None else tuple(_rebuild_strings(value, path))
+    """An array of strings -> a tuple."""
+    return tuple(_rebuild_strings(value, path))
 
 
 def read_renamed(
@@ -298,42 +295,69 @@ def read_renamed(
     return obj.get(name), field_path(path, name)
 
 
-# ---------------------------------------------------------------------- the registry
+# ------------------------------------------------------------- what each kind means
+#
+# Each kind's meaning is stated here once: its function above, and its line below. These
+# are plain literals because the generator, which never imports torch, reads them from
+# this file's source (generator/kinds.py); the reference and the docs read them too.
+
+# freeze kind -> when freeze writes its key: "not None" (an empty value is meaningful,
+# and None must read back as None) or "truthy" (a falsy value is not written).
+WRITTEN_WHEN: dict[str, str] = {
+    "placement_map": "not None",
+    "named_placements": "not None",
+    "name_list": "truthy",
+    "attr_list": "not None",
+    "scalar": "not None",
+    "value_to_dict": "not None",
+    "plain": "not None",
+    "dict_copy": "truthy",
+    "int_truthy": "truthy",
+}
+
+# rebuild kind -> what an absent or null key rebuilds to, as the Python literal generated
+# code inlines (the function is called only for a present value).
+ABSENT: dict[str, str] = {
+    "placement_map": "None",
+    "named_placements": "None",
+    "name_list": "None",
+    "attr_list": "None",
+    "bool_default_true": "True",
+    "opt_scalar": "None",
+    "injection_target": "None",
+    "dict_copy": "{}",
+    "int_truthy": "0",
+    "tuple_empty": "()",
+}
+
+# freeze kind -> the rebuild kinds that read back everything it writes (tests/test_closure.py
+# checks each pair). A row whose pair is not listed (is_boundary: scalar may write 1,
+# bool_default_true reads only booleans) has its value read back at freeze by admit().
+READS_BACK: dict[str, tuple[str, ...]] = {
+    "placement_map": ("placement_map", "named_placements"),
+    "named_placements": ("placement_map", "named_placements"),
+    "name_list": ("name_list", "attr_list", "tuple_empty"),
+    "attr_list": ("name_list", "attr_list", "tuple_empty"),
+    "scalar": ("opt_scalar",),
+    "plain": ("opt_scalar",),
+    "value_to_dict": ("injection_target",),
+    "dict_copy": ("dict_copy",),
+    "int_truthy": ("opt_scalar",),
+}
 
 FreezeFn = Callable[[Any, str], Any]
 RebuildFn = Callable[[Any, str], Any]
 
-
-def write_when_not_none(value: Any) -> bool:
-    return value is not None
-
-
-def write_when_truthy(value: Any) -> bool:
-    return bool(value)
+# The functions by kind name, for the table-driven reference.
+FREEZE_KINDS: dict[str, FreezeFn] = {kind: globals()[f"freeze_{kind}"] for kind in WRITTEN_WHEN}
+REBUILD_KINDS: dict[str, RebuildFn] = {kind: globals()[f"rebuild_{kind}"] for kind in ABSENT}
 
 
-# kind -> (write condition, converter). Conditions are SPEC §4's "written when" column.
-FREEZE_KINDS: dict[str, tuple[Callable[[Any], bool], FreezeFn]] = {
-    "placement_map": (write_when_not_none, freeze_placement_map),
-    "named_placements": (write_when_not_none, freeze_named_placements),
-    "name_list": (write_when_truthy, freeze_name_list),
-    "attr_list": (write_when_not_none, freeze_attr_list),
-    "scalar": (write_when_not_none, freeze_scalar),
-    "value_to_dict": (write_when_not_none, freeze_value_to_dict),
-    "plain": (write_when_not_none, freeze_plain),
-    "dict_copy": (write_when_truthy, freeze_dict_copy),
-    "int_truthy": (write_when_truthy, freeze_int_truthy),
-}
+def written(kind: str, value: Any) -> bool:
+    """Whether freeze kind ``kind`` writes ``value`` (WRITTEN_WHEN)."""
+    return bool(value) if WRITTEN_WHEN[kind] == "truthy" else value is not None
 
-REBUILD_KINDS: dict[str, RebuildFn] = {
-    "placement_map": rebuild_placement_map,
-    "named_placements": rebuild_named_placements,
-    "name_list": rebuild_name_list,
-    "attr_list": rebuild_attr_list,
-    "bool_default_true": rebuild_bool_default_true,
-    "opt_scalar": rebuild_opt_scalar,
-    "injection_target": rebuild_injection_target,
-    "dict_copy": rebuild_dict_copy,
-    "int_truthy": rebuild_int_truthy,
-    "tuple_empty": rebuild_tuple_empty,
-}
+
+def absent_value(kind: str) -> Any:
+    """What rebuild kind ``kind`` gives for an absent key: a fresh object each call."""
+    return ast.literal_eval(ABSENT[kind])

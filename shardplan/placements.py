@@ -127,8 +127,70 @@ def freeze_named_placement(named: object, path: str) -> dict[str, str]:
     return frozen
 
 
+# ------------------------------------------------------- the two tables, with fast paths
+#
+# Placement tables are the hot part of both directions. Each table function first tries
+# the common shape (plain dicts, str keys and axes, Shard/Replicate/Partial, placement
+# texts seen before) with exact type tests and a cache; anything else takes the strict
+# walk, which accepts or refuses it and names the place. Speed never changes behaviour.
+
+# id(placement) -> text. Torch placements are immutable (their fields are read-only
+# properties) and planners reuse a few placement objects across thousands of modules,
+# so the text of one is computed once. _KEPT holds every cached placement alive, so its
+# id cannot be taken by another object while cached; the bound keeps a plan of fresh
+# objects from growing the cache.
+_TEXT_BY_ID: dict[int, str] = {}
+_KEPT: list[Placement] = []
+_CACHE_LIMIT = 4096
+_PARTIAL_TEXT = {op: f"P({op})" for op in REDUCE_OPS}
+
+
+def _common_text(placement: object) -> str | None:
+    """The text of a Shard, Replicate or Partial of the common form; None for the rest."""
+    kind = type(placement)
+    if kind is Replicate:
+        return "R"
+    if kind is Shard:
+        dim = placement.dim  # type: ignore[attr-defined]
+        return f"S({dim})" if _bounded(dim) else None
+    if kind is Partial:
+        return _PARTIAL_TEXT.get(placement.reduce_op)  # type: ignore[attr-defined]
+    return None  # strided shard, unknown types: the strict walk
+
+
+def _freeze_common_table(table: object) -> dict[str, dict[str, str]] | None:
+    """The frozen table, or None when it is not of the common shape."""
+    if type(table) is not dict:
+        return None
+    text_by_id = _TEXT_BY_ID
+    frozen: dict[str, dict[str, str]] = {}
+    for name, named in table.items():
+        if type(name) is not str or type(named) is not dict:
+            return None
+        texts: dict[str, str] = {}
+        for axis, placement in named.items():
+            if type(axis) is not str:
+                return None  # str Enum axes: the strict walk reads their values
+            text = text_by_id.get(id(placement))
+            if text is None:
+                text = _common_text(placement)
+                if text is None:
+                    return None
+                if len(text_by_id) < _CACHE_LIMIT:
+                    _KEPT.append(placement)
+                    text_by_id[id(placement)] = text
+            texts[axis] = text
+        frozen[name] = texts
+    return frozen
+
+
 def freeze_placement_table(table: object, path: str) -> dict[str, dict[str, str]]:
     """``{name: {axis: placement}}`` -> the same with placement texts: exactly two levels."""
+    frozen = _freeze_common_table(table)
+    return _freeze_table_strictly(table, path) if frozen is None else frozen
+
+
+def _freeze_table_strictly(table: object, path: str) -> dict[str, dict[str, str]]:
     if not isinstance(table, Mapping):
         raise FreezeError(
             path, f"expected a mapping of name -> {{axis: placement}}, got {described(table)}"
@@ -152,8 +214,46 @@ def parse_named_placement(obj: object, path: str) -> dict[str, Placement]:
     return parsed
 
 
+# Placement text -> the parsed placement. Placements are immutable values, so specs may
+# share them. Only texts that parsed are cached, and the cache is bounded so a hostile
+# artifact cannot grow it without limit.
+_PARSED: dict[str, Placement] = {}
+
+
+def _parse_common_table(obj: object) -> dict[str, dict[str, Placement]] | None:
+    """The parsed table, or None when any part is not a plain dict of cached texts."""
+    if type(obj) is not dict:
+        return None
+    parsed_cache = _PARSED
+    parsed: dict[str, dict[str, Placement]] = {}
+    for name, named in obj.items():
+        if type(named) is not dict or type(name) is not str:
+            return None
+        placements: dict[str, Placement] = {}
+        for axis, text in named.items():
+            placement = parsed_cache.get(text) if type(text) is str else None
+            if placement is None or type(axis) is not str:
+                return None
+            placements[axis] = placement
+        parsed[name] = placements
+    return parsed
+
+
 def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placement]]:
     """``{name: {axis: text}}`` -> ``{name: {axis: placement}}``; ``{}`` stays ``{}``."""
+    parsed = _parse_common_table(obj)
+    if parsed is None:
+        parsed = _parse_table_strictly(obj, path)
+        # It parsed, so every text in it is a valid placement: cache them.
+        for named in parsed.values():
+            for placement in named.values():
+                text = placement_to_string(placement)
+                if text not in _PARSED and len(_PARSED) < _CACHE_LIMIT:
+                    _PARSED[text] = placement
+    return parsed
+
+
+def _parse_table_strictly(obj: object, path: str) -> dict[str, dict[str, Placement]]:
     if not isinstance(obj, dict):
         raise MetaError(
             path, f"expected an object of name -> {{axis: placement}}, got {json_type(obj)}"

@@ -13,10 +13,12 @@ from shardplan.errors import field_path
 from shardplan.kinds import (
     FREEZE_KINDS,
     REBUILD_KINDS,
+    WRITTEN_WHEN,
+    absent_value,
     admit,
     read_renamed,
     refuse_none,
-    write_when_not_none,
+    written,
 )
 from shardplan.meta import CodegenMeta, check_meta
 from shardplan.plan_meta import (
@@ -46,20 +48,18 @@ def _freeze_fields(
 ) -> dict[str, Any]:
     frozen: dict[str, Any] = {}
     for spec_field in fields:
-        write_when, convert = FREEZE_KINDS[spec_field.freeze]
         value = getattr(spec, spec_field.name)
-        if write_when(value):
-            where = field_path(path, spec_field.name)
+        where = field_path(path, spec_field.name)
+        if written(spec_field.freeze, value):
+            converted = FREEZE_KINDS[spec_field.freeze](value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
-            frozen[spec_field.key] = admit(
-                REBUILD_KINDS[spec_field.rebuild], convert(value, where), where
-            )
-        elif write_when is write_when_not_none:
-            # This kind's None means "absent": it must read back as None, or the plan would
-            # not come back (the truthy kinds' falsy values normalise, as SPEC §5 says).
-            absent = REBUILD_KINDS[spec_field.rebuild](None, field_path(path, spec_field.name))
-            if absent is not None:
-                refuse_none(absent, field_path(path, spec_field.name))
+            frozen[spec_field.key] = admit(REBUILD_KINDS[spec_field.rebuild], converted, where)
+        elif WRITTEN_WHEN[spec_field.freeze] == "not None" and (
+            absent_value(spec_field.rebuild) is not None
+        ):
+            # None means "absent" and must read back as None, or the plan would not come
+            # back (the truthy kinds' other falsy values normalise, as SPEC §5 says).
+            refuse_none(absent_value(spec_field.rebuild), where)
     return frozen
 
 
@@ -94,7 +94,10 @@ def _rebuild_fields(
     values = {}
     for spec_field in fields:
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
-        values[spec_field.name] = REBUILD_KINDS[spec_field.rebuild](value, where)
+        rebuild = REBUILD_KINDS[spec_field.rebuild]
+        values[spec_field.name] = (
+            absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
+        )
     return values
 
 

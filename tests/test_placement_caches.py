@@ -1,4 +1,5 @@
-"""The fast paths generated code calls mean exactly what the strict kinds mean."""
+"""The placement tables' fast paths (exact type tests, caches) mean exactly what their
+strict walks mean: the same result, or the same error at the same path."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from torch.distributed.tensor.placement_types import _StridedShard
 
 from benchmarks import handwritten
 from benchmarks.plans import llama_plan
-from generated import freeze as gen_freeze
-from generated import rebuild as gen_rebuild
-from shardplan import kinds, kinds_fast, reference
+from shardplan import api, placements, reference
 from shardplan.errors import FreezeError, MetaError
 from tests.strategies import MeshAxis
 
@@ -28,7 +27,8 @@ TABLES = [
 @pytest.mark.parametrize("table", TABLES)
 def test_fast_freeze_gives_what_strict_freeze_gives(table: dict[str, object]) -> None:
     for _ in range(2):  # the second time placement texts come from the cache
-        assert kinds_fast.freeze_placement_map(table, "p") == kinds.freeze_placement_map(table, "p")
+        fast = placements.freeze_placement_table(table, "p")
+        assert fast == placements._freeze_table_strictly(table, "p")
 
 
 @pytest.mark.parametrize(
@@ -37,9 +37,9 @@ def test_fast_freeze_gives_what_strict_freeze_gives(table: dict[str, object]) ->
 )
 def test_fast_freeze_refuses_what_strict_refuses_with_the_same_path(bad: object) -> None:
     with pytest.raises(FreezeError) as fast:
-        kinds_fast.freeze_named_placements(bad, 'modules["m"].in_src')
+        placements.freeze_placement_table(bad, 'modules["m"].in_src')
     with pytest.raises(FreezeError) as strict:
-        kinds.freeze_named_placements(bad, 'modules["m"].in_src')
+        placements._freeze_table_strictly(bad, 'modules["m"].in_src')
     assert (fast.value.path, str(fast.value)) == (strict.value.path, str(strict.value))
 
 
@@ -58,7 +58,7 @@ def test_fast_freeze_refuses_what_strict_refuses_with_the_same_path(bad: object)
 def test_fast_parse_gives_what_strict_parse_gives(obj: object) -> None:
     for _ in range(2):  # the second time texts come from the parse cache
         outcomes = []
-        for rebuild in (kinds_fast.rebuild_placement_map, kinds.rebuild_placement_map):
+        for rebuild in (placements.parse_placement_table, placements._parse_table_strictly):
             try:
                 outcomes.append(("ok", rebuild(obj, "p")))
             except MetaError as exc:
@@ -67,11 +67,11 @@ def test_fast_parse_gives_what_strict_parse_gives(obj: object) -> None:
 
 
 def test_placement_caches_stay_bounded() -> None:
-    for dim in range(kinds_fast._PARSED_LIMIT + 10):
-        kinds_fast.rebuild_placement_map({"w": {"tp": f"S({dim})"}}, "p")
-        kinds_fast.freeze_placement_map({"w": {"tp": Shard(dim)}}, "p")
-    assert len(kinds_fast._PARSED) <= kinds_fast._PARSED_LIMIT
-    assert len(kinds_fast._TEXT_BY_ID) <= kinds_fast._TEXT_LIMIT
+    for dim in range(placements._CACHE_LIMIT + 10):
+        placements.parse_placement_table({"w": {"tp": f"S({dim})"}}, "p")
+        placements.freeze_placement_table({"w": {"tp": Shard(dim)}}, "p")
+    assert len(placements._PARSED) <= placements._CACHE_LIMIT
+    assert len(placements._TEXT_BY_ID) <= placements._CACHE_LIMIT == len(placements._KEPT)
 
 
 def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> None:
@@ -79,13 +79,11 @@ def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> No
     plan = llama_plan(3)
     frozen = {
         json.dumps((m.freeze_param_plan(plan), m.freeze_injections(plan)))
-        for m in (gen_freeze, reference, handwritten)
+        for m in (api, reference, handwritten)
     }
     assert len(frozen) == 1
     meta = reference.freeze_plan(plan)
-    rebuilt = [
-        m.rebuild_live_plan_from_meta(meta).modules for m in (gen_rebuild, reference, handwritten)
-    ]
+    rebuilt = [m.rebuild_live_plan_from_meta(meta).modules for m in (api, reference, handwritten)]
     assert rebuilt[0] == rebuilt[1] == rebuilt[2]
     assert [s._deferred_bias_params for s in rebuilt[0].values()] == [
         s._deferred_bias_params for s in rebuilt[2].values()

@@ -1,0 +1,177 @@
+"""A kind is defined once (issue 11): its function and its line in WRITTEN_WHEN / ABSENT /
+READS_BACK in shardplan/kinds.py, plus the one-line macro that shapes the generated call.
+A kind cannot be half-added: each missing piece, and a row naming such a kind, exits 2
+naming what is missing, and leaves generated/ as it was."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from shardplan import kinds
+from tests.helpers import REPO, run_specgen, snapshot
+
+KINDS = "shardplan/kinds.py"
+MACROS = "templates/kinds.j2"
+TABLE = "shardplan/spec_fields.py"
+MACRO = '{% macro freeze_int_nonzero(f, out) %}{{ _freeze(f, out, "int_nonzero") }}{% endmacro %}\n'
+FUNCTION = (
+    "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
+    '    """A non-zero int."""\n'
+    "    return freeze_int_truthy(value, path)\n"
+)
+DECLARATION = (
+    '    "int_truthy": "truthy",\n}',
+    '    "int_truthy": "truthy",\n    "int_nonzero": "truthy",\n}',
+)
+EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
+
+
+def append(root: Path, relative: str, text: str) -> None:
+    path = root / relative
+    path.write_text(path.read_text() + text)
+
+
+def replace(root: Path, relative: str, old: str, new: str) -> None:
+    path = root / relative
+    text = path.read_text()
+    assert text.count(old) == 1, f"test setup: {old!r} not once in {relative}"
+    path.write_text(text.replace(old, new))
+
+
+def refused(root: Path, *fragments: str) -> None:
+    before = snapshot(root / "generated")
+    result = run_specgen(root, "generate")
+    assert result.returncode == 2, result.stdout
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(root / "generated") == before
+
+
+def test_a_macro_without_its_function_exits_2(repo_copy: Path) -> None:
+    append(repo_copy, MACROS, MACRO)
+    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/kinds.py")
+
+
+def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
+    """The issue's case: a macro, a row using it, and no function anywhere."""
+    append(repo_copy, MACROS, MACRO)
+    replace(
+        repo_copy,
+        TABLE,
+        EP_SIZE_ROW,
+        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
+    )
+    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/kinds.py")
+
+
+def test_a_function_and_declaration_without_a_macro_exit_2(repo_copy: Path) -> None:
+    append(repo_copy, KINDS, FUNCTION)
+    replace(repo_copy, KINDS, *DECLARATION)
+    refused(
+        repo_copy, "freeze kind 'int_nonzero' has no macro freeze_int_nonzero in templates/kinds.j2"
+    )
+
+
+def test_a_function_without_its_declaration_exits_2(repo_copy: Path) -> None:
+    append(repo_copy, KINDS, FUNCTION)
+    append(repo_copy, MACROS, MACRO)
+    refused(repo_copy, "function freeze_int_nonzero has no line in WRITTEN_WHEN")
+
+
+def test_a_declaration_without_its_function_exits_2(repo_copy: Path) -> None:
+    replace(repo_copy, KINDS, *DECLARATION)
+    append(repo_copy, MACROS, MACRO)
+    refused(repo_copy, "freeze kind 'int_nonzero' is declared in WRITTEN_WHEN but has no function")
+
+
+def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> None:
+    replace(
+        repo_copy,
+        TABLE,
+        EP_SIZE_ROW,
+        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
+    )
+    refused(repo_copy, "unknown freeze kind 'int_nonzero'")
+
+
+def test_a_macro_calling_a_name_the_kinds_module_lacks_exits_2_naming_the_row(
+    repo_copy: Path,
+) -> None:
+    replace(
+        repo_copy,
+        MACROS,
+        '{% macro freeze_dict_copy(f, out) %}{{ _freeze(f, out, "dict_copy") }}{% endmacro %}',
+        "{% macro freeze_dict_copy(f, out) %}# {{ f.name }}\n"
+        "{{ out }}[{{ f.key | pyrepr }}] = copy_of(spec.{{ f.name }}){% endmacro %}",
+    )
+    refused(
+        repo_copy,
+        "(_ep_stack): its freeze block (macro freeze_dict_copy in templates/kinds.j2) uses "
+        "'copy_of', which shardplan/kinds.py does not define",
+    )
+
+
+def test_a_complete_new_kind_generates(repo_copy: Path) -> None:
+    """The README recipe: the function and its declaration, then its macro; a row uses it."""
+    append(repo_copy, KINDS, FUNCTION)
+    replace(repo_copy, KINDS, *DECLARATION)
+    replace(
+        repo_copy,
+        KINDS,
+        '    "int_truthy": ("opt_scalar",),\n}',
+        '    "int_truthy": ("opt_scalar",),\n    "int_nonzero": ("int_truthy",),\n}',
+    )
+    append(repo_copy, MACROS, MACRO)
+    replace(
+        repo_copy,
+        TABLE,
+        EP_SIZE_ROW,
+        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
+    )
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 0, result.stderr
+    freeze = (repo_copy / "generated" / "freeze.py").read_text()
+    assert 'freeze_int_nonzero(value, path + "._ep_size")' in freeze, freeze[-800:]
+
+
+# ------------------------------------------------------------------ said once
+
+
+def test_each_kind_s_write_condition_and_absent_value_are_stated_once() -> None:
+    """Only shardplan/kinds.py states them; the templates and the reference read them."""
+    sources = {
+        path.relative_to(REPO).as_posix(): path.read_text()
+        for folder in ("shardplan", "generator", "templates")
+        for path in (REPO / folder).rglob("*")
+        if path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
+    }
+    for name in ("WRITTEN_WHEN", "ABSENT", "READS_BACK"):
+        defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
+        assert defining == [KINDS], (name, defining)
+    # No template restates a condition or a default literal for a kind by name.
+    for kind in kinds.ABSENT:
+        assert f'"{kind}": "' not in sources[MACROS]
+
+
+def test_the_declarations_cover_exactly_the_kind_functions() -> None:
+    tree = ast.parse((REPO / KINDS).read_text())
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert {f"freeze_{k}" for k in kinds.WRITTEN_WHEN} == {
+        f for f in functions if f.startswith("freeze_")
+    }
+    assert {f"rebuild_{k}" for k in kinds.ABSENT} == {
+        f for f in functions if f.startswith("rebuild_")
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(kinds.ABSENT))
+def test_absent_value_is_a_fresh_python_literal(kind: str) -> None:
+    first, second = kinds.absent_value(kind), kinds.absent_value(kind)
+    assert first == second and repr(first) == kinds.ABSENT[kind]
+    if isinstance(first, (dict, list)):  # mutable: each spec gets its own
+        assert first is not second
