@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from shardplan.kinds import (
+from shardplan.artifact.meta import CodegenMeta, check_meta
+from shardplan.artifact.plan_meta import (
+    check_entry,
+    entry_path,
+    index_rules,
+    module_path,
+    plan_shell,
+    rule_path,
+)
+from shardplan.convert.kinds import (
     freeze_attr_list,
     freeze_dict_copy,
     freeze_int_truthy,
@@ -31,16 +40,7 @@ from shardplan.kinds import (
     rebuild_placement_map,
     rebuild_tuple_empty,
 )
-from shardplan.meta import CodegenMeta, check_meta
-from shardplan.plan_meta import (
-    check_entry,
-    entry_path,
-    index_rules,
-    module_path,
-    plan_shell,
-    rule_path,
-)
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 PARAM_PLAN_KEYS = (
     "params",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from torch.distributed.tensor import Partial, Replicate, Shard
 
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.targets import Target
+from shardplan.convert.targets import Target
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 R, S0, S1, PSUM = Replicate(), Shard(0), Shard(1), Partial("sum")
 SEQ = {"tp": S1, "dp": S0}  # activations: batch over dp, sequence over tp

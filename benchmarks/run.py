@@ -24,10 +24,10 @@ from benchmarks.plans import llama_plan
 from generated import freeze as gen_freeze
 from generated import rebuild as gen_rebuild
 from shardplan import reference
-from shardplan.meta import meta_from_json, meta_to_json
-from shardplan.plan_meta import meta_for_plan
-from shardplan.spec_fields import table_digest
+from shardplan.artifact.meta import meta_from_json, meta_to_json
+from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.staleness import check_generated
+from shardplan.table.spec_fields import table_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds

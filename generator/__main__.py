@@ -158,7 +158,7 @@ def run(argv: list[str] | None = None) -> int:
         # The demo is shardplan's, with its own command: the generator never loads torch.
         print(
             "specgen: the demo is not a specgen command: run `shardplan-demo` "
-            "(or python -m shardplan.demo)",
+            "(or python -m shardplan.examples.demo)",
             file=sys.stderr,
         )
         return ExitStatus.BAD_INPUT

@@ -11,9 +11,9 @@ import jinja2
 
 from generator.errors import GeneratorError
 from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
-from shardplan.placement_text import PLACEMENT_PATTERN
-from shardplan.plan_meta import MATCH_KEY
-from shardplan.targets import DOTTED_PATH_PATTERN
+from shardplan.artifact.plan_meta import MATCH_KEY
+from shardplan.convert.placement_text import PLACEMENT_PATTERN
+from shardplan.convert.targets import DOTTED_PATH_PATTERN
 
 KIND_SCHEMAS = "kinds.schema.json"
 SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"

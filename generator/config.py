@@ -169,7 +169,7 @@ def load_config(root: Path) -> Config:
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section["kinds"]):
         raise GeneratorError(
             f'{pyproject}: {SECTION} kinds = "{section["kinds"]}" must be a module name, '
-            'e.g. "shardplan.kinds"'
+            'e.g. "shardplan.convert.kinds"'
         )
     project = data.get("project", {})
     return Config(

@@ -1,7 +1,7 @@
 """What the generator knows of the kinds: read from the kinds module's source, never
 imported (it imports torch).
 
-``shardplan/kinds.py`` states each kind's meaning once: its function(s), and its line
+``shardplan/convert/kinds.py`` states each kind's meaning once: its function(s), and its line
 in ``WRITTEN_WHEN`` (freeze: when the key is written), ``ABSENT`` (rebuild: what a
 missing key gives) and ``READS_BACK`` (which rebuild kinds read back what a freeze kind
 writes). The templates' macros only shape the generated code; a kind missing its
@@ -25,7 +25,7 @@ DECLARATIONS = {"freeze": "WRITTEN_WHEN", "rebuild": "ABSENT"}
 class KindFacts:
     """The kinds module's declarations and the names it defines."""
 
-    module: str  # e.g. "shardplan.kinds": what generated code imports from
+    module: str  # e.g. "shardplan.convert.kinds": what generated code imports from
     source_file: str  # relative to the project root, for messages
     written_when: dict[str, str]
     absent: dict[str, str]

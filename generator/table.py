@@ -18,14 +18,14 @@ from typing import Any
 
 from generator.config import Config
 from generator.errors import GeneratorError
-from shardplan.plan_meta import MATCH_KEY
+from shardplan.artifact.plan_meta import MATCH_KEY
 
 # The group names of SPEC §2. Kinds are not listed here: they are the macros of kinds.j2.
 PARAM_PLAN, INJECTIONS, EXEMPT = "param_plan", "injections", "exempt"
 GROUPS = (PARAM_PLAN, INJECTIONS, EXEMPT)
 
 # Keys the artifact format itself uses inside an entry or a rule, by group, and why: a row
-# frozen under one of them would overwrite it (shardplan.plan_meta writes and reads them).
+# frozen under one of them would overwrite it (shardplan.artifact.plan_meta writes and reads them).
 RESERVED_KEYS: dict[str, dict[str, str]] = {
     PARAM_PLAN: {},
     INJECTIONS: {MATCH_KEY: "it names the module FQN a rule applies to"},

@@ -38,9 +38,9 @@ _require_generated_code()
 # After the check on purpose: these imports are the expensive part.
 from generated.freeze import freeze_injections, freeze_param_plan
 from generated.rebuild import rebuild_live_plan_from_meta
-from shardplan.meta import CodegenMeta
-from shardplan.plan_meta import meta_for_plan
-from shardplan.spec import ShardingPlan
+from shardplan.artifact.meta import CodegenMeta
+from shardplan.artifact.plan_meta import meta_for_plan
+from shardplan.table.spec import ShardingPlan
 
 
 def freeze_plan(plan: ShardingPlan) -> CodegenMeta:

@@ -2,26 +2,15 @@
 
 It is the oracle generated code is tested against and the baseline it is measured
 against, so it is written to be obviously right, not fast: every field goes through
-the kind functions of ``shardplan.kinds``, looked up by the names in the table.
+the kind functions of ``shardplan.convert.kinds``, looked up by the names in the table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from shardplan.errors import field_path
-from shardplan.kinds import (
-    FREEZE_KINDS,
-    REBUILD_KINDS,
-    WRITTEN_WHEN,
-    absent_value,
-    admit,
-    read_renamed,
-    refuse_none,
-    written,
-)
-from shardplan.meta import CodegenMeta, check_meta
-from shardplan.plan_meta import (
+from shardplan.artifact.meta import CodegenMeta, check_meta
+from shardplan.artifact.plan_meta import (
     MATCH_KEY,
     check_entry,
     check_modules,
@@ -32,8 +21,19 @@ from shardplan.plan_meta import (
     plan_shell,
     rule_path,
 )
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.spec_fields import (
+from shardplan.convert.kinds import (
+    FREEZE_KINDS,
+    REBUILD_KINDS,
+    WRITTEN_WHEN,
+    absent_value,
+    admit,
+    read_renamed,
+    refuse_none,
+    written,
+)
+from shardplan.errors import field_path
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec_fields import (
     GROUP_INJECTIONS,
     GROUP_PARAM_PLAN,
     INJECTION_SPEC_FIELDS,

@@ -8,7 +8,7 @@ generated module needs no loop over the table. No torch import here.
 
 from __future__ import annotations
 
-from shardplan.spec_fields import table_digest
+from shardplan.table.spec_fields import table_digest
 
 
 class StaleGeneratedCode(ImportError):

@@ -28,8 +28,8 @@ COPIED = ("pyproject.toml", "shardplan", "generator", "templates", "generated")
 SITE_PACKAGES = [
     entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")
 ]
-SPEC_FILE = "shardplan/spec.py"
-TABLE_FILE = "shardplan/spec_fields.py"
+SPEC_FILE = "shardplan/table/spec.py"
+TABLE_FILE = "shardplan/table/spec_fields.py"
 # Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).
 LAST_SPEC_FIELD = "    _resolved_inner_target: Any = None\n"
 FIRST_EXEMPT_ROW = '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n'
@@ -111,7 +111,7 @@ def with_doc(row: str) -> str:
 
 def added_row_number(index: int = 0) -> int:
     """The table row number of the ``index``-th row add_field() added to a copy."""
-    from shardplan.spec_fields import SPEC_FIELDS
+    from shardplan.table.spec_fields import SPEC_FIELDS
 
     names = [f.name for f in SPEC_FIELDS]
     return names.index("_tp_local_attr_plan") + 1 + index

@@ -16,9 +16,9 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan import reference
-from shardplan.placement_text import REDUCE_OPS
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.targets import Target
+from shardplan.convert.placement_text import REDUCE_OPS
+from shardplan.convert.targets import Target
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
 # (str, Enum), not StrEnum: the spelling planners use, which freeze must read.
@@ -182,7 +182,7 @@ def unfreezable_plans(draw: st.DrawFn) -> ShardingPlan:
 
 def frozen_json(plan: ShardingPlan) -> dict[str, Any]:
     """The JSON document freeze gives for ``plan`` (decoded again, as a reader sees it)."""
-    from shardplan.meta import meta_to_json
+    from shardplan.artifact.meta import meta_to_json
 
     return json.loads(meta_to_json(reference.freeze_plan(plan)))
 

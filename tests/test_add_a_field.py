@@ -21,8 +21,8 @@ import pytest
 from tests.helpers import REPO, copy_repo, run_in, run_specgen, snapshot
 from tests.helpers import SHARED_FIXTURES as FIXTURES
 
-SPEC = "shardplan/spec.py"
-TABLE = "shardplan/spec_fields.py"
+SPEC = "shardplan/table/spec.py"
+TABLE = "shardplan/table/spec_fields.py"
 GENERATED_MODULES = ("freeze.py", "rebuild.py")
 # Lines that change with any table edit: the header stamp and the staleness-guard constant.
 DIGEST_PREFIXES = ("# table sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
@@ -133,9 +133,9 @@ import json
 
 import shardplan
 from shardplan import reference
-from shardplan.meta import meta_from_json, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.targets import Target
+from shardplan.artifact.meta import meta_from_json, meta_to_json
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.convert.targets import Target
 
 plan = ShardingPlan(modules={modules})
 meta = shardplan.freeze_plan(plan)
@@ -326,9 +326,10 @@ def test_dataclass_field_without_a_row_exits_2_naming_it_and_touches_nothing(
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("specgen: ")
     assert (
-        "field 'grad_scale' of shardplan.spec:ModuleShardingSpec has no table row" in result.stderr
+        "field 'grad_scale' of shardplan.table.spec:ModuleShardingSpec has no table row"
+        in result.stderr
     )
-    assert "Add a SpecField row for it to shardplan/spec_fields.py" in result.stderr
+    assert "Add a SpecField row for it to shardplan/table/spec_fields.py" in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import shardplan
+from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.errors import ArtifactWriteError, FreezeError, MetaError
-from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
 def cyclic() -> dict[str, Any]:

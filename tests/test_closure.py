@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
+from shardplan.artifact.meta import CodegenMeta, meta_from_dict, meta_from_json, meta_to_json
+from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
-from shardplan.meta import CodegenMeta, meta_from_dict, meta_from_json, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
-from shardplan.targets import Target
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from tests import strategies
 from tests.implementations import IMPLEMENTATIONS
 from tests.strategies import MeshAxis

@@ -14,18 +14,25 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
 import shardplan
-from shardplan.apply import ApplyError, apply_plan, planned_placements, resolve_placements
+from shardplan.artifact.meta import load_meta, meta_to_json
 from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
 from shardplan.examples.plan import tensor_parallel_plan
-from shardplan.meta import load_meta, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.parallelize.apply import (
+    ApplyError,
+    apply_plan,
+    planned_placements,
+    resolve_placements,
+)
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import REPO, run_in
 
 CONFIG = LlamaConfig(n_layers=2)
 
 
 def test_demo_shards_on_two_processes_and_matches_the_unsharded_model(tmp_path: Path) -> None:
-    result = run_in(REPO, "-m", "shardplan.demo", "--out", str(tmp_path), "--timeout", "90")
+    result = run_in(
+        REPO, "-m", "shardplan.examples.demo", "--out", str(tmp_path), "--timeout", "90"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     artifact = tmp_path / "codegen_meta.json"
     assert f"{artifact} (" in result.stdout

@@ -16,8 +16,8 @@ from generator.evolution import Changes, classify, lock_of
 from generator.table import Retired, Row, Table
 from tests.helpers import run_in, run_specgen, snapshot
 
-TABLE = "shardplan/spec_fields.py"
-SPEC = "shardplan/spec.py"
+TABLE = "shardplan/table/spec_fields.py"
+SPEC = "shardplan/table/spec.py"
 OUT_NAMES_ROW = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN, "name_list", "name_list",'
 REGION_ROW = (
     '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
@@ -40,7 +40,7 @@ def rebuild_and_refreeze(root: Path, entry: dict[str, object]) -> dict[str, obje
     document = json.dumps({"param_plan": {"m": entry}})
     script = (
         "import json, shardplan\n"
-        "from shardplan.meta import meta_from_json\n"
+        "from shardplan.artifact.meta import meta_from_json\n"
         f"plan = shardplan.rebuild_plan(meta_from_json({document!r}), strict=True)\n"
         "print(json.dumps(shardplan.freeze_plan(plan).param_plan['m']))\n"
     )
@@ -93,7 +93,7 @@ def test_an_alias_and_its_key_together_are_refused_naming_the_alias(repo_copy: P
     )
     assert run_specgen(repo_copy, "generate").returncode == 0
     script = (
-        "import shardplan\nfrom shardplan.meta import meta_from_json\n"
+        "import shardplan\nfrom shardplan.artifact.meta import meta_from_json\n"
         'meta = meta_from_json(\'{"param_plan": {"m": {"out_names": ["a"], "names": ["b"]}}}\')\n'
         "try:\n    shardplan.rebuild_plan(meta)\nexcept ValueError as exc:\n    print(exc.path)\n"
     )

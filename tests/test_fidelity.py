@@ -16,11 +16,17 @@ from hypothesis import strategies as st
 
 import shardplan
 from shardplan import api, reference
+from shardplan.artifact.meta import (
+    CodegenMeta,
+    load_meta,
+    meta_from_dict,
+    meta_from_json,
+    meta_to_json,
+)
+from shardplan.convert.targets import Target, target_of_callable
 from shardplan.errors import FreezeError, MetaError
-from shardplan.meta import CodegenMeta, load_meta, meta_from_dict, meta_from_json, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
-from shardplan.targets import Target, target_of_callable
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from tests import strategies
 from tests.helpers import QWEN3_MOE, shared_fixture, shared_fixture_or_none
 from tests.implementations import IMPLEMENTATIONS

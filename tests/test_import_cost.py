@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CHEAP_MODULES = ("shardplan.spec", "shardplan.spec_fields", "shardplan.meta")
+CHEAP_MODULES = ("shardplan.table.spec", "shardplan.table.spec_fields", "shardplan.artifact.meta")
 
 
 def importtime_lines(statement: str) -> list[str]:

@@ -9,11 +9,11 @@ import pytest
 from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
+from shardplan.artifact.meta import CodegenMeta
+from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError
-from shardplan.meta import CodegenMeta
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
-from shardplan.targets import Target
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from tests.implementations import IMPLEMENTATIONS, use_both_implementations
 
 FQN = "model.layers.0.mlp"

@@ -1,5 +1,5 @@
 """A kind is defined once (issue 11): its function and its line in WRITTEN_WHEN / ABSENT /
-READS_BACK in shardplan/kinds.py, plus the one-line macro that shapes the generated call.
+READS_BACK in shardplan/convert/kinds.py, plus the one-line macro that shapes the generated call.
 A kind cannot be half-added: each missing piece, and a row naming such a kind, exits 2
 naming what is missing, and leaves generated/ as it was."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from shardplan import kinds
+from shardplan.convert import kinds
 from tests.helpers import REPO, run_specgen, snapshot
 
-KINDS = "shardplan/kinds.py"
+KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
-TABLE = "shardplan/spec_fields.py"
+TABLE = "shardplan/table/spec_fields.py"
 MACRO = '{% macro freeze_int_nonzero(f, out) %}{{ _freeze(f, out, "int_nonzero") }}{% endmacro %}\n'
 FUNCTION = (
     "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
@@ -54,7 +54,7 @@ def refused(root: Path, *fragments: str) -> None:
 
 def test_a_macro_without_its_function_exits_2(repo_copy: Path) -> None:
     append(repo_copy, MACROS, MACRO)
-    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/kinds.py")
+    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
 
 
 def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
         EP_SIZE_ROW,
         EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
     )
-    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/kinds.py")
+    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
 
 
 def test_a_function_and_declaration_without_a_macro_exit_2(repo_copy: Path) -> None:
@@ -112,7 +112,7 @@ def test_a_macro_calling_a_name_the_kinds_module_lacks_exits_2_naming_the_row(
     refused(
         repo_copy,
         "(_ep_stack): its freeze block (macro freeze_dict_copy in templates/kinds.j2) uses "
-        "'copy_of', which shardplan/kinds.py does not define",
+        "'copy_of', which shardplan/convert/kinds.py does not define",
     )
 
 
@@ -143,7 +143,7 @@ def test_a_complete_new_kind_generates(repo_copy: Path) -> None:
 
 
 def test_each_kind_s_write_condition_and_absent_value_are_stated_once() -> None:
-    """Only shardplan/kinds.py states them; the templates and the reference read them."""
+    """Only shardplan/convert/kinds.py states them; the templates and the reference read them."""
     sources = {
         path.relative_to(REPO).as_posix(): path.read_text()
         for folder in ("shardplan", "generator", "templates")

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from shardplan.artifact.meta import load_meta
 from shardplan.errors import MetaError
-from shardplan.meta import load_meta
-from shardplan.spec import ShardingPlan
+from shardplan.table.spec import ShardingPlan
 from tests.implementations import IMPLEMENTATIONS, use_both_implementations
 
 ENTRY = 'param_plan["m"]'

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from shardplan import reference
-from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
-from shardplan.targets import Target
+from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
+from shardplan.convert.targets import Target
 from tests.helpers import QWEN3_MOE, shared_fixture
 
 

@@ -11,7 +11,8 @@ from torch.distributed.tensor.placement_types import _StridedShard
 
 from benchmarks import handwritten
 from benchmarks.plans import llama_plan
-from shardplan import api, placements, reference
+from shardplan import api, reference
+from shardplan.convert import placements
 from shardplan.errors import FreezeError, MetaError
 from tests.strategies import MeshAxis
 

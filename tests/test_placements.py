@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _MaskPartial, _StridedShard
 
-from shardplan.errors import FreezeError, MetaError
-from shardplan.placement_text import REDUCE_OPS
-from shardplan.placements import (
+from shardplan.convert.placement_text import REDUCE_OPS
+from shardplan.convert.placements import (
     freeze_named_placement,
     freeze_placement_table,
     parse_placement,
     placement_to_string,
 )
+from shardplan.errors import FreezeError, MetaError
 
 EXPECTED_FORMS = "expected S(dim), SS(dim,factor), R or P(op)"
 PATH = 'param_plan["m"].params["w"]["tp"]'

@@ -16,10 +16,10 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 import shardplan
+from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
+from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
-from shardplan.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.targets import Target
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 from tests.implementations import IMPLEMENTATIONS
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 import shardplan
+from shardplan.artifact.meta import load_meta, meta_from_dict
+from shardplan.artifact.plan_meta import MATCH_KEY
 from shardplan.errors import MetaError
-from shardplan.meta import load_meta, meta_from_dict
-from shardplan.plan_meta import MATCH_KEY
 from tests import strategies
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, REPO, shared_fixture
 
@@ -49,7 +49,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_with_an_id() -> None:
 
 
 def test_every_key_of_an_entry_and_a_rule_has_a_title_and_a_description() -> None:
-    from shardplan.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
+    from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 
     for where, fields in (("entry", PARAM_PLAN_SPEC_FIELDS), ("rule", INJECTION_SPEC_FIELDS)):
         properties = SCHEMA["$defs"][where]["properties"]

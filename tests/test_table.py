@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from shardplan.kinds import FREEZE_KINDS, REBUILD_KINDS
-from shardplan.spec import ModuleShardingSpec
-from shardplan.spec_fields import (
+from shardplan.convert.kinds import FREEZE_KINDS, REBUILD_KINDS
+from shardplan.table.spec import ModuleShardingSpec
+from shardplan.table.spec_fields import (
     FROZEN_SPEC_KEYS,
     GROUP_EXEMPT,
     GROUPS,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from shardplan.convert.targets import Target, target_of_callable
 from shardplan.errors import FreezeError
-from shardplan.targets import Target, target_of_callable
 
 LAZY_MODULE_SOURCE = """\
 def scale(x, *, factor=1, offset=0):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 
 from shardplan.examples.llama import LlamaConfig
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 TP = "tp"
 R: dict[str, Placement] = {TP: Replicate()}

@@ -15,14 +15,14 @@ from enum import Enum
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
-from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
-from shardplan.placement_text import (
+from shardplan.convert.placement_text import (
     INT,
     MAX_INT_DIGITS,
     REDUCE_OPS,
     SHARD,
     STRIDED_SHARD,
 )
+from shardplan.errors import FreezeError, MetaError, described, json_type, key_path, shown
 
 _SHARD_RE = re.compile(SHARD)
 _STRIDED_RE = re.compile(STRIDED_SHARD)

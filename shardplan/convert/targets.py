@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
-from shardplan.json_values import raise_if_unwritable
 
 TARGET_KEY = "_target_"
 DOTTED_PATH_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+"

@@ -27,8 +27,8 @@ from torch.distributed.tensor.parallel import (
 )
 from torch.distributed.tensor.placement_types import _StridedShard
 
-from shardplan.placements import axis_name, placement_to_string
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.convert.placements import axis_name, placement_to_string
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
 class ApplyError(ValueError):

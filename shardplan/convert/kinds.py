@@ -14,6 +14,21 @@ from typing import Any
 
 from torch.distributed.tensor import Placement
 
+from shardplan.convert.json_values import frozen_strings
+from shardplan.convert.placements import (
+    freeze_named_placement,
+    freeze_placement_table,
+    parse_named_placement,
+    parse_placement_table,
+)
+from shardplan.convert.targets import (
+    TARGET_KEY,
+    Target,
+    check_json_value,
+    frozen_target,
+    target_from_frozen,
+    target_of_callable,
+)
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -22,21 +37,6 @@ from shardplan.errors import (
     json_type,
     key_path,
     shown,
-)
-from shardplan.json_values import frozen_strings
-from shardplan.placements import (
-    freeze_named_placement,
-    freeze_placement_table,
-    parse_named_placement,
-    parse_placement_table,
-)
-from shardplan.targets import (
-    TARGET_KEY,
-    Target,
-    check_json_value,
-    frozen_target,
-    target_from_frozen,
-    target_of_callable,
 )
 
 # ---------------------------------------------------------------- freeze: spec -> meta

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from shardplan.atomic import atomic_write_bytes
+from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, json_type, key_path, shown
-from shardplan.json_values import raise_if_unwritable
 
 
 @dataclass

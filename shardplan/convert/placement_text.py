@@ -1,6 +1,6 @@
 """The text forms of placements (SPEC §6), as a grammar without torch.
 
-The parser (``shardplan.placements``) and the artifact's JSON Schema (rendered by the
+The parser (``shardplan.convert.placements``) and the artifact's JSON Schema (rendered by the
 generator, which never imports torch) read the same definitions here.
 """
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from torch.distributed.tensor import Placement
 
-    from shardplan.targets import Target
+    from shardplan.convert.targets import Target
 
     # A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
     AxisKey: TypeAlias = str | Enum

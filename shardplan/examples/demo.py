@@ -1,4 +1,4 @@
-"""End to end on real torch: ``shardplan-demo`` / ``python -m shardplan.demo``.
+"""End to end on real torch: ``shardplan-demo`` / ``python -m shardplan.examples.demo``.
 
 Builds the example model and its tensor-parallel plan, freezes the plan with the
 generated code into codegen_meta.json, then starts two CPU processes (gloo, loopback
@@ -38,9 +38,9 @@ def _free_port() -> int:
 def prepare(out: Path, layers: int) -> dict[str, Any]:
     """Build model and plan, freeze the plan, write the artifact and the model; returns facts."""
     import shardplan
+    from shardplan.artifact.meta import dump_meta
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
     from shardplan.examples.plan import tensor_parallel_plan
-    from shardplan.meta import dump_meta
 
     torch.manual_seed(0)
     config = LlamaConfig(n_layers=layers)
@@ -69,9 +69,9 @@ def worker(rank: int, port: int, out: Path) -> None:
     from torch.distributed.tensor import DTensor, Replicate, Shard
 
     import shardplan
-    from shardplan.apply import apply_plan, planned_placements
+    from shardplan.artifact.meta import load_meta
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
-    from shardplan.meta import load_meta
+    from shardplan.parallelize.apply import apply_plan, planned_placements
 
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE
@@ -133,7 +133,7 @@ def run(out: Path, layers: int, timeout: float) -> int:
     command = [
         sys.executable,
         "-m",
-        "shardplan.demo",
+        "shardplan.examples.demo",
         "--out",
         str(out),
         "--port",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from shardplan.artifact.meta import CodegenMeta
+from shardplan.convert.json_values import frozen_strings
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -19,9 +21,7 @@ from shardplan.errors import (
     key_path,
     shown,
 )
-from shardplan.json_values import frozen_strings
-from shardplan.meta import CodegenMeta
-from shardplan.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 MATCH_KEY = "match"
 
