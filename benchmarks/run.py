@@ -117,10 +117,10 @@ def bench_size(layers: int, rounds: int) -> dict[str, Any]:
     meta = reference.freeze_plan(plan)
     check_same_outputs(plan, meta)
     text = meta_to_json(meta)
-    freeze = side_by_side({n: (lambda f=_freeze(m): f(plan)) for n, m in FREEZERS.items()}, rounds)
-    rebuild = side_by_side(
-        {n: (lambda r=_rebuild(m): r(meta)) for n, m in REBUILDERS.items()}, rounds
-    )
+    freezers = {n: _freeze(m) for n, m in FREEZERS.items()}
+    rebuilders = {n: _rebuild(m) for n, m in REBUILDERS.items()}
+    freeze = side_by_side({n: (lambda f=f: f(plan)) for n, f in freezers.items()}, rounds)
+    rebuild = side_by_side({n: (lambda r=r: r(meta)) for n, r in rebuilders.items()}, rounds)
     json_io = side_by_side(
         {"dump": lambda: meta_to_json(meta), "load": lambda: meta_from_json(text)}, rounds
     )
