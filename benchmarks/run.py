@@ -21,9 +21,7 @@ from typing import Any
 
 from benchmarks import handwritten
 from benchmarks.plans import llama_plan
-from generated import freeze as gen_freeze
-from generated import rebuild as gen_rebuild
-from shardplan import reference
+from shardplan import api, reference
 from shardplan.artifact.meta import meta_from_json, meta_to_json
 from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.staleness import check_generated
@@ -31,8 +29,8 @@ from shardplan.table.spec_fields import table_digest
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds
-FREEZERS = {"generated": gen_freeze, "reference": reference, "hand-written": handwritten}
-REBUILDERS = {"generated": gen_rebuild, "reference": reference, "hand-written": handwritten}
+# Each module exposes freeze_param_plan, freeze_injections and rebuild_live_plan_from_meta.
+IMPLEMENTATIONS = {"generated": api, "reference": reference, "hand-written": handwritten}
 
 
 def _freeze(module: Any) -> Callable[[Any], Any]:
@@ -63,8 +61,8 @@ def side_by_side(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, 
 
 def check_same_outputs(plan: Any, meta: Any) -> None:
     """All implementations must agree before their speed means anything."""
-    frozen = {name: json.dumps(_freeze(m)(plan)) for name, m in FREEZERS.items()}
-    rebuilt = {name: repr(_rebuild(m)(meta).modules) for name, m in REBUILDERS.items()}
+    frozen = {name: json.dumps(_freeze(m)(plan)) for name, m in IMPLEMENTATIONS.items()}
+    rebuilt = {name: repr(_rebuild(m)(meta).modules) for name, m in IMPLEMENTATIONS.items()}
     for what, outputs in (("freeze", frozen), ("rebuild", rebuilt)):
         if len(set(outputs.values())) != 1:
             sys.exit(
@@ -117,8 +115,8 @@ def bench_size(layers: int, rounds: int) -> dict[str, Any]:
     meta = reference.freeze_plan(plan)
     check_same_outputs(plan, meta)
     text = meta_to_json(meta)
-    freezers = {n: _freeze(m) for n, m in FREEZERS.items()}
-    rebuilders = {n: _rebuild(m) for n, m in REBUILDERS.items()}
+    freezers = {n: _freeze(m) for n, m in IMPLEMENTATIONS.items()}
+    rebuilders = {n: _rebuild(m) for n, m in IMPLEMENTATIONS.items()}
     freeze = side_by_side({n: (lambda f=f: f(plan)) for n, f in freezers.items()}, rounds)
     rebuild = side_by_side({n: (lambda r=r: r(meta)) for n, r in rebuilders.items()}, rounds)
     json_io = side_by_side(
@@ -132,8 +130,8 @@ def bench_size(layers: int, rounds: int) -> dict[str, Any]:
         "rebuild_s": rebuild,
         "json_s": json_io,
         "peak_bytes": {
-            "generated freeze": peak_bytes(lambda: meta_for_plan(plan, *_freeze(gen_freeze)(plan))),
-            "generated rebuild": peak_bytes(lambda: gen_rebuild.rebuild_live_plan_from_meta(meta)),
+            "generated freeze": peak_bytes(lambda: meta_for_plan(plan, *_freeze(api)(plan))),
+            "generated rebuild": peak_bytes(lambda: api.rebuild_live_plan_from_meta(meta)),
         },
     }
 
