@@ -42,6 +42,12 @@ def replace(root: Path, relative: str, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def freeze_ep_size_with_int_nonzero(root: Path) -> None:
+    """The table's _ep_size row, frozen by the new kind int_nonzero."""
+    new = EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"')
+    replace(root, TABLE, EP_SIZE_ROW, new)
+
+
 def refused(root: Path, *fragments: str) -> None:
     before = snapshot(root / "generated")
     result = run_specgen(root, "generate")
@@ -60,12 +66,7 @@ def test_a_macro_without_its_function_exits_2(repo_copy: Path) -> None:
 def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
     """The issue's case: a macro, a row using it, and no function anywhere."""
     append(repo_copy, MACROS, MACRO)
-    replace(
-        repo_copy,
-        TABLE,
-        EP_SIZE_ROW,
-        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
-    )
+    freeze_ep_size_with_int_nonzero(repo_copy)
     refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
 
 
@@ -90,12 +91,7 @@ def test_a_declaration_without_its_function_exits_2(repo_copy: Path) -> None:
 
 
 def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> None:
-    replace(
-        repo_copy,
-        TABLE,
-        EP_SIZE_ROW,
-        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
-    )
+    freeze_ep_size_with_int_nonzero(repo_copy)
     refused(repo_copy, "unknown freeze kind 'int_nonzero'")
 
 
@@ -127,12 +123,7 @@ def test_a_complete_new_kind_generates(repo_copy: Path) -> None:
         '    "int_truthy": ("opt_scalar",),\n    "int_nonzero": ("int_truthy",),\n}',
     )
     append(repo_copy, MACROS, MACRO)
-    replace(
-        repo_copy,
-        TABLE,
-        EP_SIZE_ROW,
-        EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"'),
-    )
+    freeze_ep_size_with_int_nonzero(repo_copy)
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
