@@ -19,6 +19,9 @@ from generator.errors import GeneratorError
 
 STEPS = ("freeze", "rebuild")
 DECLARATIONS = {"freeze": "WRITTEN_WHEN", "rebuild": "ABSENT"}
+SHORTCUTS = {"freeze": "FREEZE_SHORTCUTS", "rebuild": "REBUILD_SHORTCUTS"}
+# The exact types an ("is", ...) shortcut may name: JSON's scalars, as Python builtins.
+SHORTCUT_TYPES = frozenset({"bool", "int", "float", "str"})
 
 
 @dataclass(frozen=True)
@@ -30,11 +33,28 @@ class KindFacts:
     written_when: dict[str, str]
     absent: dict[str, str]
     reads_back: dict[str, tuple[str, ...]]
+    freeze_shortcuts: dict[str, tuple[str, ...]]
+    rebuild_shortcuts: dict[str, tuple[str, ...]]
     defined: frozenset[str]  # every top-level name the module defines or imports
 
     def kinds(self, step: str) -> tuple[str, ...]:
         """The declared kinds of ``step`` ("freeze" or "rebuild"), sorted."""
         return tuple(sorted(self.written_when if step == "freeze" else self.absent))
+
+    def freeze_shortcut(self, freeze: str, rebuild: str) -> tuple[str, ...]:
+        """The shortcut generated freeze takes on a row of these kinds, or ``()``.
+
+        Where the pair is not in READS_BACK, freeze reads its value back (``admit``), which
+        a shortcut would skip: only the types the rebuild kind gives back as they are stay.
+        """
+        shortcut = self.freeze_shortcuts.get(freeze, ())
+        if not shortcut or rebuild in self.reads_back.get(freeze, ()):
+            return shortcut
+        back = self.rebuild_shortcuts.get(rebuild, ())
+        if shortcut[0] != "is" or back[:1] != ("is",):
+            return ()
+        types = tuple(name for name in shortcut[1:] if name in back[1:])
+        return ("is", *types) if types else ()
 
     def template_globals(self) -> dict[str, Any]:
         """What the templates read: the declarations, and the module to import from."""
@@ -42,6 +62,8 @@ class KindFacts:
             "written_when": self.written_when,
             "absent": self.absent,
             "reads_back": self.reads_back,
+            "freeze_shortcut": self.freeze_shortcut,
+            "rebuild_shortcuts": self.rebuild_shortcuts,
             "kinds_module": self.module,
             "kinds_file": self.source_file,
             "kinds_defined": self.defined,
@@ -84,6 +106,30 @@ def _literal(tree: ast.Module, name: str, where: str) -> Any:
     raise GeneratorError(f"{where} has no {name}: it declares each kind's meaning; restore it")
 
 
+def _shortcut_problems(
+    where: str, step: str, shortcuts: Any, declared: dict[str, Any], defined: set[str]
+) -> list[str]:
+    name = SHORTCUTS[step]
+    if not isinstance(shortcuts, dict):
+        return [f"{where}: {name} must be a dict of kind -> shortcut"]
+    problems = []
+    for kind, how in shortcuts.items():
+        at = f"{where}: {name}[{kind!r}]"
+        if kind not in declared:
+            problems.append(f"{at}: no such {step} kind in {DECLARATIONS[step]}")
+        elif not isinstance(how, tuple) or not how:
+            problems.append(f'{at} must be ("call", function) or ("is", type, ...)')
+        elif how[0] == "call" and len(how) == 2 and how[1] in defined:
+            continue
+        elif how[0] == "is" and len(how) > 1 and set(how[1:]) <= SHORTCUT_TYPES:
+            continue
+        elif how[0] == "call":
+            problems.append(f"{at}: ('call', name) needs a function this module defines")
+        else:
+            problems.append(f"{at}: ('is', ...) takes type names among {sorted(SHORTCUT_TYPES)}")
+    return problems
+
+
 def read_kinds(root: Path, module: str) -> KindFacts:
     """Parse the kinds module of ``root`` and check its declarations against its functions."""
     path = root / (module.replace(".", "/") + ".py")
@@ -97,6 +143,7 @@ def read_kinds(root: Path, module: str) -> KindFacts:
     written_when = _literal(tree, "WRITTEN_WHEN", where)
     absent = _literal(tree, "ABSENT", where)
     reads_back = _literal(tree, "READS_BACK", where)
+    shortcuts = {step: _literal(tree, SHORTCUTS[step], where) for step in STEPS}
     defined = _defined_names(tree)
     # Kind functions are the ones this module defines (an imported helper is not a kind).
     own = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -122,6 +169,8 @@ def read_kinds(root: Path, module: str) -> KindFacts:
                 f"{where}: READS_BACK[{kind!r}] must map a freeze kind to rebuild kinds "
                 "declared in WRITTEN_WHEN and ABSENT"
             )
+    for step, declared in (("freeze", written_when), ("rebuild", absent)):
+        problems += _shortcut_problems(where, step, shortcuts[step], declared, defined)
     if problems:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
@@ -130,6 +179,8 @@ def read_kinds(root: Path, module: str) -> KindFacts:
         written_when=written_when,
         absent=absent,
         reads_back={kind: tuple(readers) for kind, readers in reads_back.items()},
+        freeze_shortcuts={kind: tuple(how) for kind, how in shortcuts["freeze"].items()},
+        rebuild_shortcuts={kind: tuple(how) for kind, how in shortcuts["rebuild"].items()},
         defined=frozenset(defined),
     )
 

@@ -159,7 +159,8 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
 
 
 # What the generated function around a macro's block binds: the spec (freeze), the
-# error path and the dict written to or read from (passed to the macro as "target").
+# dict written to or read from and the error path's base (passed to the macro as "target"
+# and "path").
 _BLOCK_CONTEXT = frozenset({"spec", "path", "target"})
 
 
@@ -173,7 +174,7 @@ def _called_functions(env: jinja2.Environment, rows: tuple[Row, ...], step: str)
     used: set[str] = set()
     problems = []
     for row in rows:
-        block = str(getattr(module, f"{step}_{getattr(row, step)}")(row, "target"))
+        block = str(getattr(module, f"{step}_{getattr(row, step)}")(row, "target", "path"))
         names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
         bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
         calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
@@ -195,8 +196,11 @@ def check_kind_calls(env: jinja2.Environment, table: Table) -> None:
     """Refuse a row whose generated block would use a name the kinds module does not
     define (a macro added without its function, say), naming the row."""
     crossing = tuple(row for row in table.rows if row.group != EXEMPT)
-    for step in ("freeze", "rebuild"):
-        _called_functions(env, crossing, step)
+    try:
+        for step in ("freeze", "rebuild"):
+            _called_functions(env, crossing, step)
+    except jinja2.TemplateError as exc:  # a broken macro: one message, never a traceback
+        raise _template_error(env, exc) from None
 
 
 def _accepted_keys(table: Table, group: str) -> tuple[str, ...]:

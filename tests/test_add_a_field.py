@@ -204,7 +204,11 @@ GRAD_SCALE_FREEZE_BLOCK = [
     "        # grad_scale: scalar, written when not None",
     "        value = spec.grad_scale",
     "        if value is not None:",
-    '            entry["grad_scale"] = freeze_scalar(value, path + ".grad_scale")',
+    '            entry["grad_scale"] = (',
+    "                value",
+    "                if type(value) in (bool, str)",
+    '                else freeze_scalar(value, module_path(fqn) + ".grad_scale")',
+    "            )",
 ]
 
 
@@ -215,7 +219,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     added, removed = changes["freeze.py"]
     assert removed == []
     assert added == GRAD_SCALE_FREEZE_BLOCK
-    skip_line = '            entry["skip_source_lowering"] = freeze_int_truthy(value, path + ".skip_source_lowering")'
+    skip_line = '                value, module_path(fqn) + ".skip_source_lowering"\n            )'
     assert (
         "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
     )
@@ -225,10 +229,10 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     assert "        # grad_scale: opt_scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     assert "            grad_scale=grad_scale," in added
-    assert any(
-        line.startswith("        grad_scale = None if value is None else rebuild_opt_scalar(")
-        for line in added
-    )
+    # The common value by its exact type, the rest through the kind's function.
+    assert "        if type(value) in (str, bool, int, float):" in added
+    assert "            grad_scale = value" in added
+    assert any(line.startswith("            grad_scale = rebuild_opt_scalar(") for line in added)
 
 
 def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
@@ -269,7 +273,11 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
         "        # post_hook: value_to_dict, written when not None",
         "        value = spec.post_hook",
         "        if value is not None:",
-        '            rule["post_hook"] = freeze_value_to_dict(value, path + ".post_hook")',
+        '            rule["post_hook"] = (',
+        "                value",
+        "                if type(value) is str",
+        '                else freeze_value_to_dict(value, module_path(fqn) + ".post_hook")',
+        "            )",
     ]
     assert removed == []
     assert added == block
@@ -280,7 +288,8 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
 
     added, removed = changes["rebuild.py"]
     assert removed == []
-    assert "        # post_hook: injection_target, None when absent" in added
+    assert "            # post_hook: injection_target, None when absent" in added  # in `if rule:`
+    assert "            post_hook = None" in added  # and in its `else:`, for modules with no rule
     assert '    "post_hook",' in added  # INJECTION_KEYS
     assert "            post_hook=post_hook," in added
 

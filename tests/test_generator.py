@@ -205,8 +205,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "(class): name is not a Python identifier",
     ),
     "name shadowing a generated local": (
-        _add_field("path", 'SpecField("path", "path", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
-        f"table row {added_row_number()} (path): name 'path' clashes with the generated code: "
+        _add_field("rules", 'SpecField("rules", "rules", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
+        f"table row {added_row_number()} (rules): name 'rules' clashes with the generated code: "
         "generated/rebuild.py names a Python variable after the field, and already binds it as "
         "a local of _rebuild_live_plan_from_meta().\n  Rename the field (and its row).",
     ),

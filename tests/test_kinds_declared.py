@@ -17,7 +17,7 @@ from tests.helpers import REPO, run_specgen, snapshot
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
 TABLE = "shardplan/table/spec_fields.py"
-MACRO = '{% macro freeze_int_nonzero(f, out) %}{{ _freeze(f, out, "int_nonzero") }}{% endmacro %}\n'
+MACRO = '{% macro freeze_int_nonzero(f, out, at) %}{{ _freeze(f, out, at, "int_nonzero") }}{% endmacro %}\n'
 FUNCTION = (
     "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
     '    """A non-zero int."""\n'
@@ -101,8 +101,8 @@ def test_a_macro_calling_a_name_the_kinds_module_lacks_exits_2_naming_the_row(
     replace(
         repo_copy,
         MACROS,
-        '{% macro freeze_dict_copy(f, out) %}{{ _freeze(f, out, "dict_copy") }}{% endmacro %}',
-        "{% macro freeze_dict_copy(f, out) %}# {{ f.name }}\n"
+        '{% macro freeze_dict_copy(f, out, at) %}{{ _freeze(f, out, at, "dict_copy") }}{% endmacro %}',
+        "{% macro freeze_dict_copy(f, out, at) %}# {{ f.name }}\n"
         "{{ out }}[{{ f.key | pyrepr }}] = copy_of(spec.{{ f.name }}){% endmacro %}",
     )
     refused(
@@ -127,7 +127,7 @@ def test_a_complete_new_kind_generates(repo_copy: Path) -> None:
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
-    assert 'freeze_int_nonzero(value, path + "._ep_size")' in freeze, freeze[-800:]
+    assert 'freeze_int_nonzero(value, module_path(fqn) + "._ep_size")' in freeze, freeze[-800:]
 
 
 # ------------------------------------------------------------------ said once
@@ -166,3 +166,34 @@ def test_absent_value_is_a_fresh_python_literal(kind: str) -> None:
     assert first == second and repr(first) == kinds.ABSENT[kind]
     if isinstance(first, (dict, list)):  # mutable: each spec gets its own
         assert first is not second
+
+
+# ------------------------------------------------------------------ shortcuts
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            '"scalar": ("is", "bool", "str"),',
+            '"scalar": ("is", "list"),',
+            "FREEZE_SHORTCUTS['scalar']: ('is', ...) takes type names among",
+        ),
+        (
+            '"tuple_empty": ("call", "common_string_tuple"),',
+            '"tuple_empty": ("call", "common_tuple_of_nothing"),',
+            "REBUILD_SHORTCUTS['tuple_empty']: ('call', name) needs a function this module defines",
+        ),
+        (
+            '"plain": ("is", "str", "bool"),',
+            '"plain": ("is", "str", "bool"),\n    "no_such_kind": ("is", "str"),',
+            "FREEZE_SHORTCUTS['no_such_kind']: no such freeze kind in WRITTEN_WHEN",
+        ),
+    ],
+    ids=["a type JSON lacks", "an undefined function", "an undeclared kind"],
+)
+def test_a_bad_shortcut_declaration_exits_2_naming_it(
+    repo_copy: Path, old: str, new: str, message: str
+) -> None:
+    replace(repo_copy, KINDS, old, new)
+    refused(repo_copy, message)

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch.distributed.tensor import Placement
 
+from shardplan.convert import placements
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.placements import (
     freeze_named_placement,
@@ -54,12 +55,12 @@ def freeze_named_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
 
 def freeze_name_list(value: Any, path: str) -> list[str]:
     """A list or tuple of names -> a list."""
-    return frozen_strings(value, path)
+    return common_frozen_strings(value) or frozen_strings(value, path)
 
 
 def freeze_attr_list(value: Any, path: str) -> list[str]:
     """A list or tuple of attribute names -> a list (``[]`` is meaningful)."""
-    return frozen_strings(value, path)
+    return common_frozen_strings(value) or frozen_strings(value, path)
 
 
 def _check_scalar(value: Any, path: str) -> Any:
@@ -184,8 +185,9 @@ def rebuild_named_placements(value: Any, path: str) -> dict[str, dict[str, Place
 
 
 def _rebuild_strings(value: Any, path: str) -> list[str]:
-    if type(value) is list and all(type(item) is str for item in value):
-        return value[:]  # the common case, decoded from JSON
+    common = common_strings(value)
+    if common is not None:
+        return common
     if not isinstance(value, list):
         raise MetaError(path, f"expected an array of strings, got {json_type(value)}")
     for index, item in enumerate(value):
@@ -280,6 +282,41 @@ def rebuild_tuple_empty(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_rebuild_strings(value, path))
 
 
+# ------------------------------------------------------- shortcuts for the common case
+#
+# Generated code calls a kind's function, and builds the error path it takes, only where
+# the value is not of the common form. A shortcut gives exactly what its kind's function
+# gives (tests/test_kinds_declared.py checks), or a falsy value (None, or an empty result
+# the function gives as well) where the function must decide.
+
+
+# The placement tables' shortcuts live with their fast paths; generated code imports them from here.
+common_frozen_table = placements.common_frozen_table
+common_parsed_table = placements.common_parsed_table
+
+
+def common_frozen_strings(value: Any) -> list[str] | None:
+    """A list or tuple of exactly str -> a new list; None for anything else."""
+    kind = type(value)
+    if (kind is list or kind is tuple) and all(type(item) is str for item in value):
+        return list(value)
+    return None
+
+
+def common_strings(value: Any) -> list[str] | None:
+    """A JSON array of strings -> a copy; None for anything else."""
+    if type(value) is list and all(type(item) is str for item in value):
+        return value[:]
+    return None
+
+
+def common_string_tuple(value: Any) -> tuple[str, ...] | None:
+    """A JSON array of strings -> a tuple; None for anything else."""
+    if type(value) is list and all(type(item) is str for item in value):
+        return tuple(value)
+    return None
+
+
 def read_renamed(
     obj: dict[str, Any], key: str, aliases: tuple[str, ...], path: str
 ) -> tuple[Any, str]:
@@ -343,6 +380,31 @@ READS_BACK: dict[str, tuple[str, ...]] = {
     "value_to_dict": ("injection_target",),
     "dict_copy": ("dict_copy",),
     "int_truthy": ("opt_scalar",),
+}
+
+# kind -> its shortcut (above): ("call", name) where name(value) gives the kind's result,
+# or a falsy value where the function must be called; ("is", type, ...) where a value of
+# exactly one of these types is the result itself. Freeze takes a shortcut on a row whose
+# pair is not in READS_BACK only for types the rebuild kind also gives back as they are.
+FREEZE_SHORTCUTS: dict[str, tuple[str, ...]] = {
+    "placement_map": ("call", "common_frozen_table"),
+    "named_placements": ("call", "common_frozen_table"),
+    "name_list": ("call", "common_frozen_strings"),
+    "attr_list": ("call", "common_frozen_strings"),
+    "scalar": ("is", "bool", "str"),
+    "value_to_dict": ("is", "str"),
+    "plain": ("is", "str", "bool"),
+}
+REBUILD_SHORTCUTS: dict[str, tuple[str, ...]] = {
+    "placement_map": ("call", "common_parsed_table"),
+    "named_placements": ("call", "common_parsed_table"),
+    "name_list": ("call", "common_strings"),
+    "attr_list": ("call", "common_strings"),
+    "tuple_empty": ("call", "common_string_tuple"),
+    "bool_default_true": ("is", "bool"),
+    "opt_scalar": ("is", "str", "bool", "int", "float"),
+    "injection_target": ("is", "str"),
+    "int_truthy": ("is", "int"),
 }
 
 FreezeFn = Callable[[Any, str], Any]

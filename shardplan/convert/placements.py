@@ -158,7 +158,7 @@ def _common_text(placement: object) -> str | None:
     return None  # strided shard, unknown types: the strict walk
 
 
-def _freeze_common_table(table: object) -> dict[str, dict[str, str]] | None:
+def common_frozen_table(table: object) -> dict[str, dict[str, str]] | None:
     """The frozen table, or None when it is not of the common shape."""
     if type(table) is not dict:
         return None
@@ -186,7 +186,7 @@ def _freeze_common_table(table: object) -> dict[str, dict[str, str]] | None:
 
 def freeze_placement_table(table: object, path: str) -> dict[str, dict[str, str]]:
     """``{name: {axis: placement}}`` -> the same with placement texts: exactly two levels."""
-    frozen = _freeze_common_table(table)
+    frozen = common_frozen_table(table)
     return _freeze_table_strictly(table, path) if frozen is None else frozen
 
 
@@ -220,7 +220,7 @@ def parse_named_placement(obj: object, path: str) -> dict[str, Placement]:
 _PARSED: dict[str, Placement] = {}
 
 
-def _parse_common_table(obj: object) -> dict[str, dict[str, Placement]] | None:
+def common_parsed_table(obj: object) -> dict[str, dict[str, Placement]] | None:
     """The parsed table, or None when any part is not a plain dict of cached texts."""
     if type(obj) is not dict:
         return None
@@ -241,7 +241,7 @@ def _parse_common_table(obj: object) -> dict[str, dict[str, Placement]] | None:
 
 def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placement]]:
     """``{name: {axis: text}}`` -> ``{name: {axis: placement}}``; ``{}`` stays ``{}``."""
-    parsed = _parse_common_table(obj)
+    parsed = common_parsed_table(obj)
     if parsed is None:
         parsed = _parse_table_strictly(obj, path)
         # It parsed, so every text in it is a valid placement: cache them.
