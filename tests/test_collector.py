@@ -1,0 +1,83 @@
+"""The collector pause: on inside the bulk calls, the caller's setting after them."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from shardplan import api
+from shardplan.artifact.meta import CodegenMeta
+from shardplan.collector import collector_paused
+from shardplan.errors import MetaError
+from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+
+
+@pytest.fixture(autouse=True)
+def _restore_collector() -> Iterator[None]:
+    was = gc.isenabled()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def _seen_inside(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
+    """Record gc.isenabled() inside api's call of ``name``."""
+    seen: list[bool] = []
+    original = getattr(api, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(api, name, spy)
+    return seen
+
+
+def test_paused_inside_and_restored_after() -> None:
+    gc.enable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_restored_after_an_error() -> None:
+    gc.enable()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("boom")
+    assert gc.isenabled()
+
+
+def test_a_caller_that_disabled_it_keeps_it_off() -> None:
+    gc.disable()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_nested_pauses_restore_the_outer_setting() -> None:
+    gc.enable()
+    with collector_paused():
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_freeze_plan_and_rebuild_plan_run_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.enable()
+    frozen_seen = _seen_inside(monkeypatch, "freeze_param_plan")
+    rebuilt_seen = _seen_inside(monkeypatch, "rebuild_live_plan_from_meta")
+    meta = api.freeze_plan(ShardingPlan(modules={"m": ModuleShardingSpec(out_names=["y"])}))
+    plan = api.rebuild_plan(meta)
+    assert frozen_seen == [False] and rebuilt_seen == [False]
+    assert plan.modules["m"].out_names == ["y"]
+    assert gc.isenabled()
+
+
+def test_a_refused_rebuild_restores_the_collector() -> None:
+    gc.enable()
+    with pytest.raises(MetaError):
+        api.rebuild_plan(CodegenMeta(param_plan={"m": {"is_boundary": 1}}))
+    assert gc.isenabled()
