@@ -3,6 +3,10 @@
 The JSON form is stable: UTF-8, ``indent=2``, ``sort_keys=True``, one trailing
 newline, written atomically. Top-level keys this module does not know are kept in
 ``extra`` and written back unchanged.
+
+Writing and reading try the msgspec fast path first (jsoncodec), which gives exactly the
+standard library's bytes and documents or steps aside; the standard library path below
+then runs as before, with the same errors.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, json_type, key_path, shown
@@ -113,13 +118,16 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
 MAX_DOCUMENT_DEPTH = 500
 
 
-def meta_to_json(meta: CodegenMeta) -> str:
-    """The exact text of codegen_meta.json: sorted keys, indent 2, one trailing newline.
+def meta_to_bytes(meta: CodegenMeta) -> bytes:
+    """The exact bytes of codegen_meta.json: sorted keys, indent 2, one trailing newline.
 
     A value JSON cannot write, or would silently change (a non-str key, NaN, a set, a
     cycle), is a MetaError naming its place.
     """
     document = meta_to_dict(meta)
+    fast = jsoncodec.encode(document)  # None unless it gives the stdlib bytes below
+    if fast is not None:
+        return fast
     for key, value in document.items():  # keys: str, checked by meta_to_dict
         where = key if key.isidentifier() else key_path("", key)
         raise_if_unwritable(
@@ -129,7 +137,12 @@ def meta_to_json(meta: CodegenMeta) -> str:
         text = json.dumps(document, indent=2, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:  # the walk above names the place
         raise MetaError("", f"the meta holds a value JSON cannot write: {exc}") from None
-    return text + "\n"
+    return (text + "\n").encode("utf-8")
+
+
+def meta_to_json(meta: CodegenMeta) -> str:
+    """The exact text of codegen_meta.json (``meta_to_bytes`` as text)."""
+    return meta_to_bytes(meta).decode("utf-8")
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -158,10 +171,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
-    """Parse codegen_meta.json text; any defect is a MetaError naming ``source``."""
+def _parse_strictly(text: str, source: str) -> object:
+    # The reader of any valid JSON: compact, unsorted, raw UTF-8, another producer's.
     try:
-        data = json.loads(
+        return json.loads(
             text,
             object_pairs_hook=_reject_duplicate_keys,
             parse_constant=_reject_constant,
@@ -172,6 +185,13 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
     except (ValueError, RecursionError) as exc:
         # RecursionError: nesting deeper than the decoder's stack allows.
         raise MetaError("", f"{source} is not valid JSON: {exc}") from None
+
+
+def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
+    """Parse codegen_meta.json text; any defect is a MetaError naming ``source``."""
+    data = jsoncodec.decode(text)  # None unless text is canonical: then read strictly
+    if data is None:
+        data = _parse_strictly(text, source)
     return meta_from_dict(data)
 
 
@@ -179,12 +199,17 @@ def load_meta(path: str | Path) -> CodegenMeta:
     """Read a codegen_meta.json file."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MetaError("", f"{path} is not UTF-8: {exc}") from None
+        raw = path.read_bytes()
     except OSError as exc:
         raise MetaError("", f"cannot read {path}: {exc.strerror}") from None
-    return meta_from_json(text, str(path))
+    data = jsoncodec.decode(raw)  # None unless the file is canonical: then read strictly
+    if data is None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MetaError("", f"{path} is not UTF-8: {exc}") from None
+        data = _parse_strictly(text, str(path))
+    return meta_from_dict(data)
 
 
 def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
@@ -193,4 +218,4 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     A bad meta is a MetaError and writes nothing; a file that cannot be written is an
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     """
-    atomic_write_bytes(Path(path), meta_to_json(meta).encode("utf-8"))
+    atomic_write_bytes(Path(path), meta_to_bytes(meta))

@@ -1,0 +1,432 @@
+"""The msgspec fast path of codegen_meta.json (shardplan/artifact/jsoncodec.py).
+
+Its one promise: bytes it gives are the standard library's bytes, and a document it
+reads is what the strict standard library reader would give. Everywhere else it steps
+aside (None), and the callers in meta.py run the standard library path unchanged.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import json
+import math
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shardplan.artifact import jsoncodec
+from shardplan.artifact.meta import (
+    KNOWN_KEYS,
+    MAX_DOCUMENT_DEPTH,
+    CodegenMeta,
+    dump_meta,
+    load_meta,
+    meta_from_dict,
+    meta_from_json,
+    meta_to_bytes,
+    meta_to_dict,
+    meta_to_json,
+)
+from shardplan.errors import MetaError
+from tests.helpers import CORPUS_FILES
+
+
+def stdlib_bytes(document: Any) -> bytes:
+    """The artifact's form, as the standard library writes it (raises where it refuses)."""
+    return (json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
+
+
+def stdlib_bytes_or_none(document: Any) -> bytes | None:
+    try:
+        return stdlib_bytes(document)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def nested(levels: int) -> Any:
+    """``levels`` lists, one inside the other."""
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def stdlib_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the standard library path of meta.py fail, so only the fast path can succeed."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the standard library path ran")
+
+    monkeypatch.setattr(json, "dumps", refuse)  # the module meta.py calls
+    monkeypatch.setattr(json, "loads", refuse)
+
+
+# ------------------------------------------------------------------ random documents
+
+# Text as msgspec and the standard library write it differently: non-ASCII, 0x7f,
+# control characters, quotes, lone surrogates (which msgspec cannot encode at all).
+SPECIAL_TEXT = ["", "\x7f", "\x00", "\b\f\n\r\t\x1f", '"\\/', "é", "\u2028", "😀", "\ud800"]
+# Numbers at the edges of both writers: big ints, and floats whose text differs.
+SPECIAL_NUMBERS = [2**63, 2**64, -(2**63) - 1, 10**30, -(10**30), -0.0, 5e-324, 1e16,
+                   1e15, 1e-7, 1e-5, 1e-4, 1e308, 1e-100, 0.1, math.nan, math.inf, -math.inf]  # fmt: skip
+plain_texts = st.text("abz019._", max_size=4)  # what FQNs and placements are made of
+texts = st.one_of(
+    plain_texts,
+    st.sampled_from(SPECIAL_TEXT),
+    st.text(st.characters(max_codepoint=0x2FF, exclude_categories=()), max_size=4),
+)
+# Floats both libraries write without an exponent, in the same text.
+plain_floats = st.floats(-1e15, 1e15).filter(lambda x: x == 0 or abs(x) >= 1e-4)
+plain_scalars = st.one_of(st.none(), st.booleans(), st.integers(), plain_floats, plain_texts)
+scalars = st.one_of(
+    plain_scalars,
+    st.floats(),  # any float, including nan and inf
+    st.sampled_from(SPECIAL_NUMBERS),
+    texts,
+)
+
+
+def documents_of(
+    keys: st.SearchStrategy[str], leaves: st.SearchStrategy[Any], *, tuples: bool
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Dicts with ``keys`` at every level and ``leaves`` as scalars, nesting lists and
+    dicts, and tuples if ``tuples`` (a tuple always leaves the fast path)."""
+
+    def containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        made = [st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)]
+        if tuples:
+            made.append(st.lists(inner, max_size=3).map(tuple))
+        return st.one_of(made)
+
+    values = st.recursive(leaves, containers, max_leaves=8)
+    return st.dictionaries(keys.filter(lambda key: key not in KNOWN_KEYS), values, max_size=3)
+
+
+# Half plain documents, which must mostly take the fast path, half with any value.
+documents = st.one_of(
+    documents_of(plain_texts, plain_scalars, tuples=False),
+    documents_of(texts, scalars, tuples=True),
+)
+
+
+@given(documents)
+def test_encode_gives_the_stdlib_bytes_or_none(document: dict[str, Any]) -> None:
+    fast = jsoncodec.encode(document)
+    if fast is not None:
+        assert fast == stdlib_bytes(document)
+
+
+@given(documents)
+def test_meta_to_json_gives_the_stdlib_bytes_or_a_meta_error_where_stdlib_refuses(
+    document: dict[str, Any],
+) -> None:
+    artifact = CodegenMeta(extra=document)
+    expected = stdlib_bytes_or_none(meta_to_dict(artifact))
+    if expected is None:
+        with pytest.raises(MetaError):
+            meta_to_json(artifact)
+    else:
+        assert meta_to_bytes(artifact) == expected
+        assert meta_to_json(artifact) == expected.decode()
+
+
+@given(documents)
+def test_decode_reads_only_the_canonical_bytes_and_reads_them_as_stdlib_does(
+    document: dict[str, Any],
+) -> None:
+    canonical = stdlib_bytes_or_none(document)
+    if canonical is None:
+        return
+    decoded = jsoncodec.decode(canonical)
+    if decoded is not None:  # repr tells -0.0 from 0.0 and 1 from 1.0 from True
+        assert repr(decoded) == repr(json.loads(canonical))
+    for text in (
+        json.dumps(document),
+        json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+        json.dumps(document, indent=2) + "\n",
+    ):
+        assert jsoncodec.decode(text) is None or text.encode() == canonical
+
+
+# ------------------------------------------------------------------ the fast path is taken
+
+PLAIN = {
+    "param_plan": {"model.layers.0.mlp": {"params": {"up.weight": {"tp": "S(0)"}}}},
+    "injections": [{"match": "model.layers.0.mlp", "ep_size": 2}],
+    "parallel_dims": {"loss_parallel": True, "tp": 8, "none": None, "ratio": 0.5},
+    "mesh_dim_names": ["dp", "tp"],
+    "empty": [{}, []],
+}
+
+
+def test_encode_takes_the_fast_path_for_a_plain_artifact() -> None:
+    assert jsoncodec.encode(PLAIN) == stdlib_bytes(PLAIN)
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_encode_takes_the_fast_path_for_each_corpus_file(path: Path) -> None:
+    raw = path.read_bytes()
+    assert jsoncodec.encode(json.loads(raw)) == raw
+
+
+# (str, Enum), not StrEnum: the spelling planners use (tests/strategies.py).
+class Axis(str, enum.Enum):  # noqa: UP042
+    TP = "tp"
+
+
+class Size(enum.IntEnum):
+    TWO = 2
+
+
+# Values msgspec writes exactly as the standard library does: kept on the fast path.
+FAST = [
+    pytest.param({"x": '\b\f\n\r\t\x00\x1f"\\/'}, id="control_chars"),
+    pytest.param({"x": [2**63, 2**64, -(2**63) - 1, 10**30]}, id="big_ints"),
+    pytest.param({"x": [-0.0, 0.0001, 1e15, 9999999999999998.0, 0.1]}, id="floats"),
+    # Exponents of three digits: no "+" and no padding, so both write the same text.
+    pytest.param({"x": [5e-324, 1e-100, 2.5e-300]}, id="exponent_floats_alike"),
+    pytest.param({"x": [True, False, None]}, id="constants"),
+    pytest.param({"x": Axis.TP, "y": Size.TWO}, id="enum_values"),
+    pytest.param({Axis.TP: 1, "a": 2}, id="str_enum_key"),  # hashes and sorts as its str
+    pytest.param({"x": collections.OrderedDict([("b", 1), ("a", 2)])}, id="dict_subclass"),
+    pytest.param({"x": nested(498)}, id="depth_499"),  # plus the document: 499 levels
+]
+
+
+@pytest.mark.parametrize("document", FAST)
+def test_encode_takes_the_fast_path_where_msgspec_writes_the_stdlib_bytes(
+    document: dict[str, Any],
+) -> None:
+    assert jsoncodec.encode(document) == stdlib_bytes(document)
+
+
+def test_dump_meta_of_a_plain_artifact_never_runs_the_stdlib_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    artifact = meta_from_dict(PLAIN)
+    expected = stdlib_bytes(meta_to_dict(artifact))
+    stdlib_only(monkeypatch)
+    dump_meta(artifact, tmp_path / "codegen_meta.json")
+    assert (tmp_path / "codegen_meta.json").read_bytes() == expected
+
+
+# ------------------------------------------------------------------ the fallback is taken
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class Name(str):
+    pass
+
+
+def cycle() -> list[Any]:
+    items: list[Any] = [1]
+    items.append(items)
+    return items
+
+
+# Each value msgspec writes in other bytes than the standard library, or writes where
+# the standard library refuses, or refuses where the standard library writes.
+FALLBACK = [
+    pytest.param("é", id="non_ascii"),
+    pytest.param("\u2028", id="line_separator"),
+    pytest.param("\x7f", id="delete_char"),
+    pytest.param("\ud800", id="lone_surrogate"),
+    pytest.param(1.5e-7, id="negative_exponent"),
+    pytest.param(1e16, id="positive_exponent"),
+    pytest.param(1e-5, id="small_float_msgspec_writes_without_exponent"),
+    pytest.param(1e308, id="huge_float"),
+    pytest.param(math.nan, id="nan"),
+    pytest.param(-math.inf, id="infinity"),
+    pytest.param({1: "x"}, id="non_str_key"),
+    pytest.param({1, 2}, id="set"),
+    pytest.param(frozenset({"a"}), id="frozenset"),
+    pytest.param(b"x", id="bytes"),
+    pytest.param(datetime.date(2020, 1, 1), id="date"),
+    pytest.param(uuid.UUID(int=1), id="uuid"),
+    pytest.param(decimal.Decimal("1.5"), id="decimal"),
+    pytest.param(Point(1), id="dataclass"),
+    pytest.param(Color.RED, id="plain_enum"),
+    pytest.param(Name("x"), id="str_subclass"),
+    pytest.param((1, 2), id="tuple"),
+    pytest.param(object(), id="object"),
+    pytest.param(10**5000, id="int_beyond_the_digit_limit"),
+    pytest.param(cycle(), id="cycle"),
+    pytest.param(nested(500), id="depth_501"),  # plus the document: 501 levels
+    pytest.param(nested(499), id="depth_500_allowed_but_a_false_alarm"),
+]
+# What the writer refuses though the standard library writes it: a key json.dumps would
+# turn into a string, and nesting beyond MAX_DOCUMENT_DEPTH.
+REFUSED_BY_THE_WRITER = {"non_str_key", "depth_501"}
+
+
+@pytest.mark.parametrize("value", FALLBACK)
+def test_encode_steps_aside_where_the_bytes_could_differ(value: Any) -> None:
+    assert jsoncodec.encode({"x": value}) is None
+
+
+@pytest.mark.parametrize("value", FALLBACK)
+def test_meta_to_json_still_gives_the_stdlib_bytes_or_a_meta_error(
+    value: Any, request: pytest.FixtureRequest
+) -> None:
+    artifact = CodegenMeta(extra={"x": value})
+    expected = stdlib_bytes_or_none(meta_to_dict(artifact))
+    if expected is None or request.node.callspec.id in REFUSED_BY_THE_WRITER:
+        with pytest.raises(MetaError):
+            meta_to_json(artifact)
+    else:
+        assert meta_to_bytes(artifact) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "fragment"),
+    [
+        (math.nan, "x", "nan is not a finite number"),
+        ({1, 2}, "x", "(set) has no JSON form"),
+        ({"k": Color.RED}, 'x["k"]', "(Color) has no JSON form"),
+        (cycle(), "x[1]", "contains itself"),
+        (nested(500), "x", "nests deeper than 499 levels"),
+    ],
+)
+def test_the_fallback_keeps_the_message_naming_the_place(
+    value: Any, path: str, fragment: str
+) -> None:
+    with pytest.raises(MetaError) as caught:
+        meta_to_json(CodegenMeta(extra={"x": value}))
+    assert caught.value.path == path
+    assert fragment in str(caught.value)
+
+
+# ------------------------------------------------------------------ decode
+
+CANONICAL = b'{\n  "injections": [],\n  "param_plan": {\n    "m": {}\n  },\n  "x": 1.5\n}\n'
+
+
+def test_decode_takes_the_fast_path_for_canonical_bytes_and_text() -> None:
+    expected = {"injections": [], "param_plan": {"m": {}}, "x": 1.5}
+    assert jsoncodec.decode(CANONICAL) == expected
+    assert jsoncodec.decode(CANONICAL.decode()) == expected
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_load_meta_of_a_corpus_file_never_runs_the_stdlib_reader(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = meta_from_dict(json.loads(path.read_bytes()))
+    stdlib_only(monkeypatch)
+    assert load_meta(path) == expected
+    assert meta_from_json(path.read_text()) == expected
+
+
+# Laid out as the canonical form is, so only the defect keeps them off the fast path.
+# fmt: off
+BAD_FILES = [
+    pytest.param(b'{\n  "param_plan": {},\n  "param_plan": {}\n}\n', "repeats the key 'param_plan'", id="duplicate_key"),
+    pytest.param(b'{\n  "param_plan": {\n    "m": {},\n    "m": {}\n  }\n}\n', "repeats the key 'm'", id="duplicate_nested_key"),
+    pytest.param(b'{\n  "param_plan": {},\n  "x": NaN\n}\n', "NaN", id="nan"),
+    pytest.param(b'{\n  "param_plan": {},\n  "x": Infinity\n}\n', "Infinity", id="infinity"),
+    pytest.param(b'{\n  "param_plan": {},\n  "x": -Infinity\n}\n', "-Infinity", id="minus_infinity"),
+    pytest.param(b'{\n  "param_plan": {},\n  "x": 1e400\n}\n', "overflows", id="overflowing_number"),
+    pytest.param(b'{\n  "param_plan": {}\n}\n}', "not valid JSON", id="trailing_garbage"),
+    pytest.param(b'{\n  "param_plan": {}\n}\n{}\n', "not valid JSON", id="second_document"),
+    pytest.param(b'{\n  "param_plan": {\n', "not valid JSON", id="truncated"),
+    pytest.param(b'{\n  "x": "\x01"\n}\n', "not valid JSON", id="raw_control_char"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("raw", "fragment"), BAD_FILES)
+def test_a_defective_file_is_refused_with_the_stdlib_reader_message(
+    raw: bytes, fragment: str, tmp_path: Path
+) -> None:
+    assert jsoncodec.decode(raw) is None
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(raw)
+    with pytest.raises(MetaError, match="codegen_meta.json") as from_file:
+        load_meta(path)
+    with pytest.raises(MetaError) as from_text:
+        meta_from_json(raw.decode(), "source.json")
+    assert fragment in str(from_file.value) and fragment in str(from_text.value)
+    assert str(from_text.value).startswith("source.json")
+
+
+def test_a_file_that_is_not_utf8_is_still_named_so(tmp_path: Path) -> None:
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(b'{\n  "x": "\xff"\n}\n')
+    assert jsoncodec.decode(path.read_bytes()) is None
+    with pytest.raises(MetaError, match=r"codegen_meta\.json is not UTF-8"):
+        load_meta(path)
+
+
+# Valid JSON another producer could write: not canonical, so read by the strict reader.
+EXPECTED = CodegenMeta(param_plan={"m": {}}, mesh_dim_names=["tp"], extra={"note": "é"})
+# fmt: off
+OTHER_PRODUCERS = [
+    pytest.param('{"mesh_dim_names":["tp"],"note":"\\u00e9","param_plan":{"m":{}}}', id="compact"),
+    pytest.param('{\n  "mesh_dim_names": [\n    "tp"\n  ],\n  "note": "é",\n  "param_plan": {\n    "m": {}\n  }\n}\n', id="ensure_ascii_false"),
+    pytest.param('{\n  "param_plan": {\n    "m": {}\n  },\n  "note": "\\u00e9",\n  "mesh_dim_names": [\n    "tp"\n  ]\n}\n', id="unsorted_keys"),
+    pytest.param('{\n  "mesh_dim_names": [\n    "tp"\n  ],\n  "note": "\\u00e9",\n  "param_plan": {\n    "m": {}\n  }\n}', id="no_trailing_newline"),
+    pytest.param('{\r\n  "mesh_dim_names": [\r\n    "tp"\r\n  ],\r\n  "note": "\\u00e9",\r\n  "param_plan": {\r\n    "m": {}\r\n  }\r\n}\r\n', id="crlf"),
+    pytest.param('{\n    "mesh_dim_names": ["tp"],\n    "note": "\\u00e9",\n    "param_plan": {"m": {}}\n}\n', id="indent_4"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("text", OTHER_PRODUCERS)
+def test_a_valid_non_canonical_file_reads_to_the_same_meta(text: str, tmp_path: Path) -> None:
+    assert jsoncodec.decode(text) is None
+    assert meta_from_json(text) == EXPECTED
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(text.encode("utf-8"))
+    assert load_meta(path) == EXPECTED
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{\n  "x": 1e-07\n}\n',  # stdlib's text: msgspec writes 1e-7
+        b'{\n  "x": 1e-7\n}\n',  # msgspec's text: not stdlib's
+        b'{\n  "x": 0.00001\n}\n',  # msgspec's text: stdlib writes 1e-05
+        b'{\n  "x": 1.0E+16\n}\n',
+        b'{\n  "x": 1\n}',
+        b"[\n  1\n]\n",
+    ],
+)
+def test_decode_steps_aside_for_number_texts_and_shapes_it_cannot_vouch_for(raw: bytes) -> None:
+    assert jsoncodec.decode(raw) is None
+
+
+# ------------------------------------------------------------------ the corpus
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_a_corpus_file_is_canonical_and_reads_and_writes_back_to_its_bytes(path: Path) -> None:
+    raw = path.read_bytes()
+    assert raw == stdlib_bytes(json.loads(raw)), "the corpus promises canonical files"
+    assert jsoncodec.decode(raw) == json.loads(raw)
+    assert meta_to_bytes(load_meta(path)) == raw
+    assert meta_to_json(load_meta(path)) == raw.decode()
+
+
+def test_there_is_a_corpus() -> None:
+    assert len(CORPUS_FILES) >= 2
+
+
+def test_the_fast_path_refuses_the_nesting_the_writer_refuses() -> None:
+    # jsoncodec cannot import meta (meta imports it), so it keeps its own copy.
+    assert jsoncodec._MAX_DEPTH == MAX_DOCUMENT_DEPTH
