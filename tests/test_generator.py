@@ -205,7 +205,9 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "(class): name is not a Python identifier",
     ),
     "name shadowing a generated local": (
-        _add_field("rules", 'SpecField("rules", "rules", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
+        _add_field(
+            "rules", 'SpecField("rules", "rules", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
+        ),
         f"table row {added_row_number()} (rules): name 'rules' clashes with the generated code: "
         "generated/rebuild.py names a Python variable after the field, and already binds it as "
         "a local of _rebuild_live_plan_from_meta().\n  Rename the field (and its row).",
@@ -438,7 +440,10 @@ def test_table_edit_without_regeneration_fails_check_naming_the_files(repo_copy:
     _table('SpecField("out_names", "out_names"', 'SpecField("out_names", "output_names"')(repo_copy)
     result = run_specgen(repo_copy, "--check")
     assert result.returncode == 1
-    assert '+            entry["output_names"] = freeze_name_list(' in result.stdout
+    assert (
+        '+            entry["output_names"] = common_frozen_strings(value) or freeze_name_list('
+        in result.stdout
+    )
     assert (
         "generated/freeze.py is stale" in result.stderr
         and "generated/rebuild.py is stale" in result.stderr

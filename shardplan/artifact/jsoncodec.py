@@ -1,25 +1,29 @@
-"""A fast path for codegen_meta.json: the standard library's bytes, written and read by msgspec.
+"""A fast path for codegen_meta.json: the standard library's exact bytes, in C.
 
 The artifact's form is ``json.dumps(document, indent=2, sort_keys=True, allow_nan=False)``
 plus one newline. With ``indent`` the standard library encodes in pure Python, and the
-strict reader needs Python hooks; both are slow on a large plan. msgspec does the same
-work in C, but its output differs from the standard library's in places (found by
-experiment on msgspec 0.23, each one checked below):
+strict reader needs Python hooks; both are slow on a large plan.
 
-- non-ASCII text is written raw (stdlib: ``\\uXXXX``), and so is 0x7f (stdlib: ``\\u007f``);
-- a lone surrogate cannot be encoded at all (UnicodeEncodeError);
-- floats: ``1e16``, ``1.5e-7``, ``0.00001`` (stdlib: ``1e+16``, ``1.5e-07``, ``1e-05``);
-- NaN and infinity are written as ``null`` (stdlib refuses them);
-- sets, frozensets, bytes, datetimes, UUIDs, Decimals, dataclasses and plain Enums are
-  written (stdlib refuses them), and nesting deeper than the writer's limit is written;
-- str, int and float subclasses other than Enums are refused (stdlib writes them).
+Writing: the standard library's C encoder writes the same tokens when it is not asked to
+indent (the same escapes, ``float.__repr__``, sorted keys, and the same refusals: NaN, a
+set, a cycle), and msgspec lays them out with ``indent=2``, in C. Its tokens are copied,
+so the bytes are the standard library's by construction. What neither checks is left to
+the caller's standard library path (None): a key that is not a str (json.dumps would
+write 1 as "1"; msgspec's sorted encoder refuses it, found in one cheap pass), and
+nesting deeper than the writer allows.
 
-So neither function here ever returns bytes that could differ: each returns None instead,
-and the caller runs the standard library path, which gives the bytes or the error.
+Reading: msgspec decodes, and the result is trusted only when encoding it again gives
+the input bytes exactly; otherwise (None) the caller's strict reader runs. Where msgspec
+and the standard library differ (found by experiment on msgspec 0.23): msgspec writes
+non-ASCII and 0x7f raw, floats as ``1e16``, ``1.5e-7``, ``0.00001`` (stdlib: ``1e+16``,
+``1.5e-07``, ``1e-05``), and NaN as ``null``; it reads ``1e400`` as infinity and keeps the
+last of two equal keys. Each of these makes the bytes differ, so such a file takes the
+strict reader, which accepts it or names its defect.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
@@ -55,14 +59,14 @@ _TOO_DEEP = b"\n" + b" " * (2 * _MAX_DEPTH)
 
 
 def _encode_compact(document: dict[str, Any]) -> bytes | None:
-    """msgspec's compact, key-sorted JSON of ``document``; None where stdlib's text differs."""
+    """msgspec's compact, key-sorted JSON of ``document``: the canonical tokens for a
+    document decoded from JSON (plain types), checked ASCII; None where it cannot say."""
     try:
         raw = _ENCODER.encode(document)
     except Exception:
-        # TypeError (non-str key, unsupported type, str subclass), UnicodeEncodeError
-        # (lone surrogate), ValueError (an int beyond sys.get_int_max_str_digits),
-        # RecursionError (a cycle, or deep nesting), or anything user code raises while
-        # msgspec reads a dataclass or Enum: no promise, the stdlib path reports it.
+        # TypeError (a non-str key, a str subclass), UnicodeEncodeError (a lone
+        # surrogate), ValueError (an int beyond the digit limit), RecursionError: the
+        # stdlib path decides.
         return None
     if not raw.isascii() or b"\x7f" in raw:
         return None  # stdlib (ensure_ascii=True) escapes both as \uXXXX
@@ -75,43 +79,52 @@ def _indent(raw: bytes) -> bytes | None:
     return None if _TOO_DEEP in text else text
 
 
+def _str_keys_only(document: dict[str, Any]) -> bool:
+    """Whether every key at every level is a str: msgspec's sorted encoder refuses any
+    other key, in C, where json.dumps would quietly write 1 as "1". A cycle is refused
+    too (RecursionError)."""
+    try:
+        _ENCODER.encode(document)
+    except Exception:  # also a lone surrogate, a str subclass: the stdlib path decides
+        return False
+    return True
+
+
 def encode(document: dict[str, Any]) -> bytes | None:
     """The bytes of ``json.dumps(document, indent=2, sort_keys=True, allow_nan=False)``
-    plus ``"\\n"``, UTF-8, or None when this fast path cannot promise those exact bytes.
-
-    None covers every document the standard library refuses (NaN, a set, a cycle, ...),
-    so a caller that falls back to it gets its error, or its bytes, unchanged.
+    plus ``"\n"``, UTF-8, or None where the caller's standard library path must decide:
+    a document it refuses (NaN, a set, a cycle, ...), a key that is not a str, nesting
+    deeper than the writer allows.
     """
-    raw = _encode_compact(document)
-    text = None if raw is None else _indent(raw)
-    if raw is None or text is None:
+    if not _str_keys_only(document):
         return None
-    # msgspec writes types the standard library refuses (a set as an array, a datetime
-    # as a string, NaN as null, ...), and floats in other forms. Reading the output back
-    # settles both at once, in C: the float hook refuses any float text that is not
-    # float.__repr__, and the result equals the document only if every value in it is
-    # one msgspec writes as stdlib does. That includes NaN and infinity (null reads back
-    # as None), so no separate search for them is needed, and IntEnum and str Enum values
-    # (equal to their value; both libraries write the value). A tuple reads back as a
-    # list, which is not equal: tuples take the stdlib path, which writes them as arrays.
     try:
-        # The collector paused: on a 10k-module artifact it takes 3/4 of the decode time.
+        # No circular check (it costs a third of the time): _str_keys_only has already
+        # refused a cycle (RecursionError). The collector is paused: sorting keys builds a
+        # list of pairs per object.
         with collector_paused():
-            same = _DECODER.decode(raw) == document
-    except Exception:  # _NotCanonical, or an __eq__ of the document that raises
+            tokens = json.dumps(
+                document,
+                sort_keys=True,
+                allow_nan=False,
+                check_circular=False,
+                separators=(",", ":"),
+            )
+    except (TypeError, ValueError, RecursionError):
         return None
-    return text if same else None
+    return _indent(tokens.encode("ascii"))
 
 
 def decode(data: bytes | str) -> Any | None:
-    """The document of ``data`` if ``data`` is exactly the canonical form, else None.
+    """The document of ``data`` if msgspec, encoding it again, gives ``data`` exactly; else
+    None, and the caller's strict reader runs.
 
-    Canonical: what ``encode`` gives for the document it holds. That one comparison
-    proves what the strict standard library reader checks one value at a time: no key
-    repeated (the re-encoded object would have fewer members), no NaN or Infinity (not
-    JSON to msgspec), no number that overflows (the float hook refuses 1e400), and no
-    other spelling of a value. None means "read it with the strict reader", which
-    accepts a valid non-canonical file (compact, unsorted, raw UTF-8) or names its defect.
+    That one comparison proves what the strict standard library reader checks one value
+    at a time: no key repeated (the re-encoded object would have fewer members), no NaN
+    or Infinity (not JSON to msgspec), no number that overflows (the float hook refuses
+    1e400), no other spelling of a value. Canonical files of ASCII text and floats
+    without an exponent pass; the rest (compact, unsorted, raw UTF-8, ``1e+16``) take
+    the strict reader, which accepts them or names their defect.
     """
     if isinstance(data, str):
         if not data.isascii():
@@ -120,7 +133,7 @@ def decode(data: bytes | str) -> Any | None:
     elif not data.isascii():
         return None  # also sends invalid UTF-8 to the reader that names it
     try:
-        with collector_paused():  # as in encode()
+        with collector_paused():  # it builds a container per object: see collector.py
             document = _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError, _NotCanonical):
         return None

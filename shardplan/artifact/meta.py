@@ -59,6 +59,8 @@ def _expect_str_keys(obj: dict[Any, Any], path: str) -> None:
 
 
 def _expect_strings(value: object, path: str) -> None:
+    if type(value) is list and all(type(item) is str for item in value):
+        return  # the common case: frozen_sharded_params holds every sharded parameter
     _expect(value, list, path)
     assert isinstance(value, list)  # for mypy: _expect raised otherwise
     for index, item in enumerate(value):
