@@ -14,7 +14,7 @@ all: test
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[codegen,test]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[codegen,test,bench]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -43,8 +43,9 @@ fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fidelity.py -p no:cacheprovider
 
 # Side-by-side timings (not part of `make test`); also writes benchmarks/results.json.
+# BENCH_ARGS="--huge --before 7b9fd47": also about 500k modules, here and at that commit.
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache build *.egg-info

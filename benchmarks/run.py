@@ -1,4 +1,13 @@
-"""`make bench`: generated vs reference vs hand-written freeze and rebuild, side by side.
+"""`make bench`: what users feel, then generated vs reference vs hand-written, side by side.
+
+1. benchmarks/paths.py: writing and reading an artifact through the public API at about
+   1k, 10k and 100k modules with the collector on, against the floor, per module, with
+   peak memory and the growth from the smallest size to the largest.
+2. benchmarks/codec_choice.py: the JSON codecs measured for the choice of msgspec.
+3. Freeze and rebuild alone, collector off: generated vs the table-driven reference vs
+   the fastest hand-written version (the generated code's bound: 1.10x).
+4. With --huge, about 500k modules: load + rebuild time and peak RSS, each in a fresh
+   process; with --before REV as well, the same run on the tree at REV (a git worktree).
 
 Every implementation is timed in the same process, interleaved round by round after a
 warm-up, and reported as a median, so machine noise hits all of them alike. Outputs
@@ -7,11 +16,14 @@ are compared before anything is timed. Results go to stdout and benchmarks/resul
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import timeit
 import tracemalloc
@@ -19,10 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import handwritten
+from benchmarks import codec_choice, handwritten, paths
 from benchmarks.plans import llama_plan
 from shardplan import api, reference
-from shardplan.artifact.meta import meta_from_json, meta_to_json
+from shardplan.artifact.meta import dump_meta, meta_from_json, meta_to_json
 from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.staleness import check_generated
 from shardplan.table.spec_fields import table_digest
@@ -136,8 +148,100 @@ def bench_size(layers: int, rounds: int) -> dict[str, Any]:
     }
 
 
+# Run in a fresh process on one tree (PYTHONPATH): load + rebuild one artifact.
+_HUGE_READ = r"""
+import json, sys, time
+from shardplan import api
+from shardplan.artifact.meta import load_meta
+start = time.perf_counter()
+meta = load_meta(sys.argv[1])
+loaded = time.perf_counter()
+plan = api.rebuild_plan(meta)
+done = time.perf_counter()
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+print(json.dumps({"load_s": loaded - start, "rebuild_s": done - loaded,
+                  "modules": len(plan.modules), "peak_rss_mib": int(hwm.split()[1]) / 1024}))
+"""
+
+
+def huge_read(tree: Path, artifact: Path) -> dict[str, Any]:
+    """Load + rebuild ``artifact`` with the code of ``tree``, in a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _HUGE_READ, str(artifact)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        sys.exit(f"bench: the huge read on {tree} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_huge(folder: Path, before: str | None) -> dict[str, Any]:
+    """About 500k modules: write once (timed), then read here and, if asked, at ``before``."""
+    plan = llama_plan(paths.HUGE_LAYERS)
+    artifact = folder / "huge.json"
+    start = time.perf_counter()
+    paths.write_user(plan, artifact)
+    result: dict[str, Any] = {
+        "modules": len(plan.modules),
+        "artifact_bytes": artifact.stat().st_size,
+        "write_s": time.perf_counter() - start,
+    }
+    del plan
+    gc.collect()
+    result["after"] = huge_read(ROOT, artifact)
+    if before:
+        tree = folder / "before"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(tree), before],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            result["before"] = {"rev": before, **huge_read(tree, artifact)}
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    return result
+
+
+def report_huge(huge: dict[str, Any]) -> None:
+    print(
+        f"\n{huge['modules']} modules, artifact {huge['artifact_bytes'] / 2**20:.0f} MiB: "
+        f"write {huge['write_s']:.1f} s"
+    )
+    for label in ("before", "after"):
+        if label in huge:
+            r = huge[label]
+            print(
+                f"  {label + (' (' + r['rev'] + ')' if 'rev' in r else ''):<20} load "
+                f"{r['load_s']:6.1f} s + rebuild {r['rebuild_s']:6.1f} s = "
+                f"{r['load_s'] + r['rebuild_s']:6.1f} s, peak RSS {r['peak_rss_mib']:7.0f} MiB"
+            )
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="make bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--huge", action="store_true", help="also about 500k modules")
+    parser.add_argument("--before", metavar="REV", help="with --huge: the same read at REV")
+    args = parser.parse_args()
+    if args.before and not args.huge:
+        parser.error("--before compares the --huge run: give --huge too")
     results: dict[str, Any] = {"python": sys.version.split()[0], "sizes": []}
+    results["paths"] = paths.run()
+    paths.report(results["paths"])
+    with tempfile.TemporaryDirectory(prefix="specgen-bench-") as folder:
+        artifact = Path(folder) / "codegen_meta.json"
+        dump_meta(api.freeze_plan(llama_plan(25000)), artifact)
+        results["codecs"] = codec_choice.run(artifact)
+        print()
+        codec_choice.report(results["codecs"])
+        if args.huge:
+            results["huge"] = bench_huge(Path(folder), args.before)
+            report_huge(results["huge"])
+    print()
     for layers, rounds in SIZES.items():
         results["sizes"].append(bench_size(layers, rounds))
     digest = table_digest()

@@ -1,0 +1,234 @@
+"""`make bench`: what users feel, the whole artifact path with the garbage collector on.
+
+Write: ``dump_meta(freeze_plan(plan), path)``. Read: ``rebuild_plan(load_meta(path))``.
+Each is timed beside its floor, in the same process, interleaved round by round: the
+fastest hand-written freeze/rebuild we could write (benchmarks/handwritten.py) with the
+standard library's C JSON codec (compact ``json.dumps``, plain ``json.loads``). Both
+sides write the file the same way, atomically and fsynced (``atomic_write_bytes``), so
+the ratio compares code and codec, not durability; what the fsync costs is printed
+beside it. Outputs are compared before anything is timed.
+
+Three more columns, labelled: the user path with the collector pause switched off (what
+the collector costs: shardplan/collector.py), and user path and floor with the collector
+off for the whole round (the figures `make bench` reported before). Peak memory is
+tracemalloc's, in an untimed run of its own, against the artifact's size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks import handwritten
+from benchmarks.plans import llama_plan
+from shardplan import api
+from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.artifact.meta import dump_meta, load_meta, meta_from_dict, meta_to_dict
+from shardplan.artifact.plan_meta import meta_for_plan
+from shardplan.table.spec import ShardingPlan
+
+# layers -> timed rounds; a plan has 4 modules a layer plus 3: about 1k, 10k and 100k.
+SIZES = {250: 21, 2500: 9, 25000: 3}
+HUGE_LAYERS = 125000  # about 500k modules: `make bench BENCH_ARGS=--huge`
+
+
+def write_user(plan: ShardingPlan, path: Path) -> None:
+    dump_meta(api.freeze_plan(plan), path)
+
+
+def read_user(path: Path) -> ShardingPlan:
+    return api.rebuild_plan(load_meta(path))
+
+
+def write_floor(plan: ShardingPlan, path: Path) -> None:
+    meta = meta_for_plan(
+        plan, handwritten.freeze_param_plan(plan), handwritten.freeze_injections(plan)
+    )
+    atomic_write_bytes(path, json.dumps(meta_to_dict(meta), separators=(",", ":")).encode())
+
+
+def read_floor(path: Path) -> ShardingPlan:
+    meta = meta_from_dict(json.loads(path.read_bytes()))
+    return handwritten.rebuild_live_plan_from_meta(meta)
+
+
+@contextlib.contextmanager
+def no_pause() -> Iterator[None]:
+    """The user path as it would run without shardplan.collector's pause."""
+    patched = [
+        (module, module.collector_paused)
+        for name, module in list(sys.modules.items())
+        if name.startswith("shardplan") and hasattr(module, "collector_paused")
+    ]
+    for module, _ in patched:
+        module.collector_paused = contextlib.nullcontext
+    try:
+        yield
+    finally:
+        for module, original in patched:
+            module.collector_paused = original
+
+
+def timed_rounds(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+    """Median seconds per call, interleaved round by round, after one warm-up call each."""
+    for call in calls.values():
+        call()
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            gc.collect()  # each call starts from the same heap, whatever ran before it
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def peak_bytes(call: Callable[[], Any]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _same_outputs(user_file: Path, floor_file: Path) -> None:
+    if json.loads(user_file.read_bytes()) != json.loads(floor_file.read_bytes()):
+        sys.exit("bench: the user path and the floor wrote different artifacts")
+    if read_user(user_file).modules != read_floor(floor_file).modules:  # keys sorted or not
+        sys.exit("bench: the user path and the floor rebuilt different plans")
+
+
+def _unpaused(call: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        with no_pause():
+            return call()
+
+    return run
+
+
+def _collector_off(call: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        gc.disable()
+        try:
+            return call()
+        finally:
+            gc.enable()
+
+    return run
+
+
+def bench_size(layers: int, rounds: int, folder: Path) -> dict[str, Any]:
+    """Write and read at one size: user path, floor, and the labelled variants."""
+    plan = llama_plan(layers)
+    user_file, floor_file = folder / f"user-{layers}.json", folder / f"floor-{layers}.json"
+    write_user(plan, user_file)
+    write_floor(plan, floor_file)
+    _same_outputs(user_file, floor_file)
+    result: dict[str, Any] = {
+        "layers": layers,
+        "modules": len(plan.modules),
+        "artifact_bytes": user_file.stat().st_size,
+        "floor_artifact_bytes": floor_file.stat().st_size,
+    }
+    for direction, user, floor in (
+        ("write", lambda: write_user(plan, user_file), lambda: write_floor(plan, floor_file)),
+        ("read", lambda: read_user(user_file), lambda: read_floor(floor_file)),
+    ):
+        result[direction] = timed_rounds(
+            {
+                "user": user,
+                "floor": floor,
+                "user, no pause": _unpaused(user),
+                "user, collector off": _collector_off(user),
+                "floor, collector off": _collector_off(floor),
+            },
+            rounds,
+        )
+        result[f"{direction}_peak_bytes"] = {"user": peak_bytes(user), "floor": peak_bytes(floor)}
+    data = user_file.read_bytes()
+    result["file_write_s"] = timed_rounds(
+        {
+            "atomic, fsynced": lambda: atomic_write_bytes(user_file, data),
+            "plain": lambda: user_file.write_bytes(data),
+        },
+        rounds,
+    )
+    return result
+
+
+def scaling(sizes: list[dict[str, Any]], direction: str, column: str) -> float:
+    """Per-module cost at the largest size over that at the smallest."""
+    first, last = sizes[0], sizes[-1]
+    per_module = [s[direction][column] / s["modules"] for s in (first, last)]
+    return per_module[1] / per_module[0]
+
+
+def run(sizes: dict[int, int] = SIZES) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="specgen-bench-") as folder:
+        measured = [bench_size(layers, rounds, Path(folder)) for layers, rounds in sizes.items()]
+    growth = {
+        direction: {
+            column: scaling(measured, direction, column)
+            for column in ("user", "floor", "user, no pause")
+        }
+        for direction in ("write", "read")
+    }
+    return {"sizes": measured, "growth": growth}
+
+
+def report(results: dict[str, Any]) -> None:
+    columns = ("user", "floor", "user, no pause", "user, collector off", "floor, collector off")
+    print(
+        "What users feel: write = dump_meta(freeze_plan(plan)), read = rebuild_plan(load_meta(f));\n"
+        "floor = fastest hand-written freeze/rebuild + json.dumps(compact)/json.loads. Collector\n"
+        "on unless labelled. Medians, microseconds a module; ratio = user / floor.\n"
+    )
+    print(f"{'modules':>7} {'dir':<5} " + " ".join(f"{c:>20}" for c in columns) + f" {'ratio':>6}")
+    for size in results["sizes"]:
+        for direction in ("write", "read"):
+            t = size[direction]
+            cells = " ".join(f"{t[c] / size['modules'] * 1e6:20.2f}" for c in columns)
+            print(f"{size['modules']:>7} {direction:<5} {cells} {t['user'] / t['floor']:6.2f}")
+    print()
+    for direction in ("write", "read"):
+        g = results["growth"][direction]
+        verdict = "within" if g["user"] <= g["floor"] else "OVER"
+        print(
+            f"per-module growth, smallest -> largest, {direction}: user {g['user']:.2f}x, "
+            f"floor {g['floor']:.2f}x ({verdict} the floor's), user without the pause "
+            f"{g['user, no pause']:.2f}x"
+        )
+    print()
+    for size in results["sizes"]:
+        f = size["file_write_s"]
+        print(
+            f"{size['modules']:>7} modules: writing the file atomically and fsynced (both sides) "
+            f"takes {f['atomic, fsynced'] / size['modules'] * 1e6:.2f} us a module, a plain "
+            f"write {f['plain'] / size['modules'] * 1e6:.2f}"
+        )
+    print()
+    for size in results["sizes"]:
+        mib = 2**20
+        print(
+            f"{size['modules']:>7} modules: artifact {size['artifact_bytes'] / mib:7.2f} MiB; "
+            f"peak traced, write user {size['write_peak_bytes']['user'] / mib:7.1f} MiB, "
+            f"floor {size['write_peak_bytes']['floor'] / mib:7.1f}; read user "
+            f"{size['read_peak_bytes']['user'] / mib:7.1f} MiB, floor "
+            f"{size['read_peak_bytes']['floor'] / mib:7.1f} "
+            f"({size['read_peak_bytes']['user'] / size['artifact_bytes']:.1f}x the file)"
+        )
+
+
+if __name__ == "__main__":
+    report(run())
