@@ -14,7 +14,7 @@ all: test
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[codegen,test,bench]"
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -e ".[codegen,test]"
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -436,3 +436,83 @@ def test_there_is_a_corpus() -> None:
 def test_the_fast_path_refuses_the_nesting_the_writer_refuses() -> None:
     # jsoncodec cannot import meta (meta imports it), so it keeps its own copy.
     assert jsoncodec._MAX_DEPTH == MAX_DOCUMENT_DEPTH
+
+
+# ------------------------------------------------------------------ the orjson tier
+
+ORJSON_PLAIN = {
+    "param_plan": {"m.mlp": {"params": {"w": {"tp": "S(0)", "dp": "R"}}, "is_boundary": True}},
+    "injections": [{"match": "m.mlp", "ep_size": 2, "ratio": 0.5, "sizes": (1, 2)}],
+    "mesh_dim_names": ["dp", "tp"],
+    "numbers": [2**63, -(2**63), 2**64 - 1, 1e-4, 1e16, 5e-324, -0.0, 123.456],
+    "empty": [{}, []],
+}
+
+
+def test_the_orjson_tier_is_on_and_writes_a_plain_artifact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing of the standard library's writer runs, not even its C encoder."""
+    expected = stdlib_bytes(ORJSON_PLAIN)
+    assert jsoncodec._ORJSON_FLOATS_AS_REPR  # the installed orjson writes floats as repr
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("json.dumps ran")
+
+    monkeypatch.setattr(json, "dumps", refuse)
+    assert jsoncodec.encode(ORJSON_PLAIN) == expected
+
+
+class Plain(enum.Enum):
+    A = 1
+
+
+class Text(str, enum.Enum):  # noqa: UP042 (a str Enum as producers write them)
+    A = "a"
+
+
+class Number(enum.IntEnum):
+    ONE = 1
+
+
+# What the orjson tier leaves to the next one: orjson refuses it, marshal refuses it (it
+# writes only exact core types), or the output shows it (raw text, null, 0.0000...).
+ORJSON_DECLINES = [
+    pytest.param("é", id="non_ascii"),
+    pytest.param("\x7f", id="delete_char"),
+    pytest.param(None, id="none_written_null"),
+    pytest.param(math.nan, id="nan_written_null"),
+    pytest.param(1e-5, id="float_below_1e-4"),
+    pytest.param(-2.5e-7, id="negative_float_one_digit_exponent"),
+    pytest.param(uuid.UUID(int=1), id="uuid"),
+    pytest.param(Plain.A, id="plain_enum"),
+    pytest.param(Text.A, id="str_enum"),
+    pytest.param(Number.ONE, id="int_enum"),
+    pytest.param(collections.OrderedDict(a=1), id="dict_subclass"),
+    pytest.param(Name("x"), id="str_subclass"),
+    pytest.param({1, 2}, id="set"),
+    pytest.param(b"x", id="bytes"),
+    pytest.param(2**64, id="int_beyond_64_bits"),
+    pytest.param(Point(1), id="dataclass"),
+    pytest.param(datetime.date(2020, 1, 1), id="date"),
+    pytest.param(nested(300), id="depth_beyond_orjson"),
+    pytest.param(cycle(), id="cycle"),
+    pytest.param({1: "x"}, id="non_str_key"),
+]
+
+
+@pytest.mark.parametrize("value", ORJSON_DECLINES)
+def test_the_orjson_tier_declines_what_it_cannot_vouch_for(value: Any) -> None:
+    assert jsoncodec._orjson_bytes({"x": value}) is None
+
+
+@given(documents)
+def test_the_orjson_tier_gives_the_stdlib_bytes_or_none(document: dict[str, Any]) -> None:
+    fast = jsoncodec._orjson_bytes(document)
+    if fast is not None:
+        assert fast == stdlib_bytes(document)
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=8))
+def test_the_orjson_tier_writes_every_finite_float_as_repr_or_declines(floats: list[float]) -> None:
+    fast = jsoncodec._orjson_bytes({"x": floats})
+    if fast is not None:
+        assert fast == stdlib_bytes({"x": floats})

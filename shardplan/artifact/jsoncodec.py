@@ -4,12 +4,22 @@ The artifact's form is ``json.dumps(document, indent=2, sort_keys=True, allow_na
 plus one newline. With ``indent`` the standard library encodes in pure Python, and the
 strict reader needs Python hooks; both are slow on a large plan.
 
-Writing: the standard library's C encoder writes the same tokens when it is not asked to
-indent (the same escapes, ``float.__repr__``, sorted keys, and the same refusals: NaN, a
-set, a cycle), and msgspec lays them out with ``indent=2``, in C. Its tokens are copied,
-so the bytes are the standard library's by construction. What neither checks is left to
-the caller's standard library path (None): a key that is not a str (json.dumps would
-write 1 as "1"; msgspec's sorted encoder refuses it, found in one cheap pass), and
+Writing, first: orjson writes the format itself (indent 2, sorted keys) where it provably
+gives the standard library's bytes. It refuses sets, bytes, complex numbers, ints beyond
+64 bits, keys that are not str, cycles and nesting beyond 254 levels, and (asked to)
+dataclasses, datetimes and subclasses of str, int, dict and list; marshal, which writes
+only the exact core types, refuses the UUIDs, Enums and other objects orjson would write.
+A document both accept holds only None, bool, int, float, str, list, tuple and dict, and
+for those orjson's bytes are the standard library's except for non-ASCII text and 0x7f
+(written raw), NaN and infinity (written null) and some floats below 1e-4 (0.00001 and
+1e-7, not 1e-05 and 1e-07): each is found in the output, which then is not used.
+
+Writing, second: the standard library's C encoder writes the same tokens when it is not
+asked to indent (the same escapes, ``float.__repr__``, sorted keys, and the same refusals:
+NaN, a set, a cycle), and msgspec lays them out with ``indent=2``, in C. Its tokens are
+copied, so the bytes are the standard library's by construction. What neither checks is
+left to the caller's standard library path (None): a key that is not a str (json.dumps
+would write 1 as "1"; msgspec's sorted encoder refuses it, found in one cheap pass), and
 nesting deeper than the writer allows.
 
 Reading: msgspec decodes, and the result is trusted only when encoding it again gives
@@ -24,9 +34,12 @@ strict reader, which accepts it or names its defect.
 from __future__ import annotations
 
 import json
+import marshal
+import re
 from typing import Any
 
 import msgspec
+import orjson
 
 from shardplan.collector import collector_paused
 
@@ -79,6 +92,41 @@ def _indent(raw: bytes) -> bytes | None:
     return None if _TOO_DEEP in text else text
 
 
+_ORJSON_OPTIONS = (
+    orjson.OPT_INDENT_2
+    | orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATACLASS  # passed through to no default: TypeError
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+# orjson writes floats as float.__repr__ does, but some below 1e-4 (found in the output).
+# Checked again here, once, for the orjson installed: another version, another tier.
+_FLOAT_PROBE = [1e16, 1.5e16, 1e22, 1e308, 5e-324, 1e-4, 1.5e-4, 0.1, 123.456, -0.0, 2.5]
+_ORJSON_FLOATS_AS_REPR = orjson.dumps(_FLOAT_PROBE) == json.dumps(
+    _FLOAT_PROBE, separators=(",", ":")
+).encode("ascii")
+
+
+# Below 1e-4, orjson writes 0.00001 or 1e-7 where float.__repr__ writes 1e-05, 1e-07.
+_ONE_DIGIT_EXPONENT = re.compile(rb"[0-9]e-[0-9](?![0-9])")
+
+
+def _orjson_bytes(document: dict[str, Any]) -> bytes | None:
+    """orjson's bytes of the format where they are the standard library's; else None."""
+    if not _ORJSON_FLOATS_AS_REPR:
+        return None
+    try:
+        text = orjson.dumps(document, option=_ORJSON_OPTIONS)
+        marshal.dumps(document)  # refuses what is not an exact core type: UUID, Enum, ...
+    except Exception:  # TypeError, ValueError, orjson.JSONEncodeError: the next tier decides
+        return None
+    if not text.isascii() or b"\x7f" in text or b"null" in text or b"0.0000" in text:
+        return None  # raw non-ASCII, NaN or infinity (or a None), 1e-05 written 0.00001
+    if b"e-" in text and _ONE_DIGIT_EXPONENT.search(text):
+        return None  # 1e-07 written 1e-7
+    return text + b"\n"
+
+
 def _str_keys_only(document: dict[str, Any]) -> bool:
     """Whether every key at every level is a str: msgspec's sorted encoder refuses any
     other key, in C, where json.dumps would quietly write 1 as "1". A cycle is refused
@@ -90,12 +138,9 @@ def _str_keys_only(document: dict[str, Any]) -> bool:
     return True
 
 
-def encode(document: dict[str, Any]) -> bytes | None:
-    """The bytes of ``json.dumps(document, indent=2, sort_keys=True, allow_nan=False)``
-    plus ``"\n"``, UTF-8, or None where the caller's standard library path must decide:
-    a document it refuses (NaN, a set, a cycle, ...), a key that is not a str, nesting
-    deeper than the writer allows.
-    """
+def _stdlib_tokens_indented(document: dict[str, Any]) -> bytes | None:
+    """The standard library C encoder's tokens, indented by msgspec; None where the
+    caller's standard library path must decide."""
     if not _str_keys_only(document):
         return None
     try:
@@ -113,6 +158,16 @@ def encode(document: dict[str, Any]) -> bytes | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return _indent(tokens.encode("ascii"))
+
+
+def encode(document: dict[str, Any]) -> bytes | None:
+    """The bytes of ``json.dumps(document, indent=2, sort_keys=True, allow_nan=False)``
+    plus ``"\n"``, UTF-8, or None where the caller's standard library path must decide:
+    a document it refuses (NaN, a set, a cycle, ...), a key that is not a str, nesting
+    deeper than the writer allows. orjson first, then the standard library's tokens.
+    """
+    fast = _orjson_bytes(document)
+    return fast if fast is not None else _stdlib_tokens_indented(document)
 
 
 def decode(data: bytes | str) -> Any | None:
