@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from shardplan import api
+from shardplan.artifact import meta as meta_module
 from shardplan.artifact.meta import CodegenMeta
 from shardplan.collector import collector_paused
 from shardplan.errors import MetaError
@@ -80,4 +82,26 @@ def test_a_refused_rebuild_restores_the_collector() -> None:
     gc.enable()
     with pytest.raises(MetaError):
         api.rebuild_plan(CodegenMeta(param_plan={"m": {"is_boundary": 1}}))
+    assert gc.isenabled()
+
+
+def test_load_meta_and_dump_meta_run_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pause for the whole call: what the decode builds is not collected over and over
+    by meta_from_dict's and check_meta's allocations either."""
+    gc.enable()
+    seen: list[tuple[str, bool]] = []
+    for name in ("meta_to_bytes", "meta_from_dict"):
+        original = getattr(meta_module, name)
+
+        def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            seen.append((_name, gc.isenabled()))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(meta_module, name, spy)
+    path = tmp_path / "codegen_meta.json"
+    meta_module.dump_meta(CodegenMeta(param_plan={"m": {}}), path)
+    assert meta_module.load_meta(path).param_plan == {"m": {}}
+    assert seen == [("meta_to_bytes", False), ("meta_from_dict", False)]
     assert gc.isenabled()

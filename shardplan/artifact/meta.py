@@ -4,9 +4,9 @@ The JSON form is stable: UTF-8, ``indent=2``, ``sort_keys=True``, one trailing
 newline, written atomically. Top-level keys this module does not know are kept in
 ``extra`` and written back unchanged.
 
-Writing and reading try the msgspec fast path first (jsoncodec), which gives exactly the
-standard library's bytes and documents or steps aside; the standard library path below
-then runs as before, with the same errors.
+Writing and reading try the fast path first (jsoncodec: orjson and msgspec, in C), which
+gives exactly the standard library's bytes and documents or steps aside; the standard
+library path below then runs as before, with the same errors.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.collector import collector_paused
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, json_type, key_path, shown
 
@@ -198,8 +199,13 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
 
 
 def load_meta(path: str | Path) -> CodegenMeta:
-    """Read a codegen_meta.json file."""
-    path = Path(path)
+    """Read a codegen_meta.json file. Automatic garbage collection is paused for the call
+    (shardplan.collector): the document is one container per JSON object."""
+    with collector_paused():
+        return _load_meta(Path(path))
+
+
+def _load_meta(path: Path) -> CodegenMeta:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -219,5 +225,7 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
 
     A bad meta is a MetaError and writes nothing; a file that cannot be written is an
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
+    Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    atomic_write_bytes(Path(path), meta_to_bytes(meta))
+    with collector_paused():
+        atomic_write_bytes(Path(path), meta_to_bytes(meta))
