@@ -37,7 +37,7 @@ from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.table.spec import ShardingPlan
 
 # layers -> timed rounds; a plan has 4 modules a layer plus 3: about 1k, 10k and 100k.
-SIZES = {250: 21, 2500: 9, 25000: 3}
+SIZES = {250: 41, 2500: 21, 25000: 3}
 HUGE_LAYERS = 125000  # about 500k modules: `make bench BENCH_ARGS=--huge`
 
 
