@@ -65,17 +65,17 @@ def read_floor(path: Path) -> ShardingPlan:
 def no_pause() -> Iterator[None]:
     """The user path as it would run without shardplan.collector's pause."""
     patched = [
-        (module, module.collector_paused)
+        (module, module.pause_collector)
         for name, module in list(sys.modules.items())
-        if name.startswith("shardplan") and hasattr(module, "collector_paused")
+        if name.startswith("shardplan") and hasattr(module, "pause_collector")
     ]
     for module, _ in patched:
-        module.collector_paused = contextlib.nullcontext
+        module.pause_collector = gc.isenabled  # "was it on": then resume leaves it on
     try:
         yield
     finally:
         for module, original in patched:
-            module.collector_paused = original
+            module.pause_collector = original
 
 
 def timed_rounds(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:

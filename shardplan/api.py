@@ -40,7 +40,7 @@ from generated.freeze import freeze_injections, freeze_param_plan
 from generated.rebuild import rebuild_live_plan_from_meta
 from shardplan.artifact.meta import CodegenMeta
 from shardplan.artifact.plan_meta import meta_for_plan
-from shardplan.collector import collector_paused
+from shardplan.collector import pause_collector, resume_collector
 from shardplan.table.spec import ShardingPlan
 
 
@@ -48,16 +48,22 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     """Freeze a live plan into a CodegenMeta (entries, rules and plan-level settings).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    with collector_paused():
+    was_enabled = pause_collector()
+    try:
         return meta_for_plan(plan, freeze_param_plan(plan), freeze_injections(plan))
+    finally:
+        resume_collector(was_enabled)
 
 
 def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
     """Rebuild a live plan from a CodegenMeta; MetaError names any bad place.
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    with collector_paused():
+    was_enabled = pause_collector()
+    try:
         return rebuild_live_plan_from_meta(meta, strict=strict)
+    finally:
+        resume_collector(was_enabled)
 
 
 __all__ = [

@@ -12,8 +12,8 @@ import pytest
 from shardplan import api
 from shardplan.artifact import meta as meta_module
 from shardplan.artifact.meta import CodegenMeta
-from shardplan.collector import collector_paused
-from shardplan.errors import MetaError
+from shardplan.collector import pause_collector, resume_collector
+from shardplan.errors import FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
@@ -39,31 +39,26 @@ def _seen_inside(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
 
 def test_paused_inside_and_restored_after() -> None:
     gc.enable()
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-
-
-def test_restored_after_an_error() -> None:
-    gc.enable()
-    with pytest.raises(ValueError), collector_paused():
-        raise ValueError("boom")
+    was_enabled = pause_collector()
+    assert was_enabled and not gc.isenabled()
+    resume_collector(was_enabled)
     assert gc.isenabled()
 
 
 def test_a_caller_that_disabled_it_keeps_it_off() -> None:
     gc.disable()
-    with collector_paused():
-        assert not gc.isenabled()
+    was_enabled = pause_collector()
+    assert not was_enabled and not gc.isenabled()
+    resume_collector(was_enabled)
     assert not gc.isenabled()
 
 
 def test_nested_pauses_restore_the_outer_setting() -> None:
     gc.enable()
-    with collector_paused():
-        with collector_paused():
-            pass
-        assert not gc.isenabled()
+    outer = pause_collector()
+    resume_collector(pause_collector())
+    assert not gc.isenabled()
+    resume_collector(outer)
     assert gc.isenabled()
 
 
@@ -104,4 +99,34 @@ def test_load_meta_and_dump_meta_run_paused(
     meta_module.dump_meta(CodegenMeta(param_plan={"m": {}}), path)
     assert meta_module.load_meta(path).param_plan == {"m": {}}
     assert seen == [("meta_to_bytes", False), ("meta_from_dict", False)]
+    assert gc.isenabled()
+
+
+def test_pausing_starts_no_collection() -> None:
+    """After a paused call the young generation is full: pausing again must allocate no
+    tracked object (entering a ``with`` block would: its bound __exit__), which would
+    collect all of it there."""
+    gc.enable()
+    started: list[str] = []
+
+    def record(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(phase)
+
+    gc.collect()
+    was_enabled = pause_collector()
+    kept = [[index] for index in range(5 * gc.get_threshold()[0])]  # over the threshold
+    resume_collector(was_enabled)
+    gc.callbacks.append(record)  # from here, nothing but the pause allocates
+    was_enabled = pause_collector()
+    resume_collector(was_enabled)
+    gc.callbacks.remove(record)
+    assert started == []
+    assert len(kept) > gc.get_threshold()[0]
+
+
+def test_a_refused_freeze_restores_the_collector() -> None:
+    gc.enable()
+    with pytest.raises(FreezeError):
+        api.freeze_plan(ShardingPlan(modules={"m": ModuleShardingSpec(is_boundary=None)}))
     assert gc.isenabled()

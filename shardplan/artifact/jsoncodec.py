@@ -41,7 +41,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from shardplan.collector import collector_paused
+from shardplan.collector import pause_collector, resume_collector
 
 _ENCODER = msgspec.json.Encoder(order="sorted")  # sorted: stdlib's sort_keys, for str keys
 
@@ -143,20 +143,18 @@ def _stdlib_tokens_indented(document: dict[str, Any]) -> bytes | None:
     caller's standard library path must decide."""
     if not _str_keys_only(document):
         return None
+    # No circular check (it costs a third of the time): _str_keys_only has already refused
+    # a cycle (RecursionError). The collector is paused: sorting keys builds a list of
+    # pairs per object.
+    was_enabled = pause_collector()
     try:
-        # No circular check (it costs a third of the time): _str_keys_only has already
-        # refused a cycle (RecursionError). The collector is paused: sorting keys builds a
-        # list of pairs per object.
-        with collector_paused():
-            tokens = json.dumps(
-                document,
-                sort_keys=True,
-                allow_nan=False,
-                check_circular=False,
-                separators=(",", ":"),
-            )
+        tokens = json.dumps(
+            document, sort_keys=True, allow_nan=False, check_circular=False, separators=(",", ":")
+        )
     except (TypeError, ValueError, RecursionError):
         return None
+    finally:
+        resume_collector(was_enabled)
     return _indent(tokens.encode("ascii"))
 
 
@@ -187,11 +185,13 @@ def decode(data: bytes | str) -> Any | None:
         data = data.encode("ascii")
     elif not data.isascii():
         return None  # also sends invalid UTF-8 to the reader that names it
+    was_enabled = pause_collector()  # it builds a container per object: see collector.py
     try:
-        with collector_paused():  # it builds a container per object: see collector.py
-            document = _DECODER.decode(data)
+        document = _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError, _NotCanonical):
         return None
+    finally:
+        resume_collector(was_enabled)
     if not isinstance(document, dict):
         return None
     # The decoded values are plain JSON types with stdlib float texts, so the read-back

@@ -19,7 +19,7 @@ from typing import Any
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.collector import collector_paused
+from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, json_type, key_path, shown
 
@@ -201,8 +201,11 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
 def load_meta(path: str | Path) -> CodegenMeta:
     """Read a codegen_meta.json file. Automatic garbage collection is paused for the call
     (shardplan.collector): the document is one container per JSON object."""
-    with collector_paused():
+    was_enabled = pause_collector()
+    try:
         return _load_meta(Path(path))
+    finally:
+        resume_collector(was_enabled)
 
 
 def _load_meta(path: Path) -> CodegenMeta:
@@ -227,5 +230,8 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    with collector_paused():
+    was_enabled = pause_collector()
+    try:
         atomic_write_bytes(Path(path), meta_to_bytes(meta))
+    finally:
+        resume_collector(was_enabled)
