@@ -1,9 +1,10 @@
-"""`make bench`: why msgspec reads and writes the artifact (shardplan/artifact/jsoncodec.py).
+"""`make bench`: why orjson writes and msgspec reads the artifact (artifact/jsoncodec.py).
 
 Each codec runs on the same artifact in a fresh process of its own without torch, so
 its peak resident memory (VmHWM, less the process's size before the call) is its own.
-Times are the best of three calls, with the collector off (paths.py measures it). "same bytes" says whether the codec's own output is
-the documented format (json.dumps(indent=2, sort_keys=True) + newline) byte for byte.
+Times are the best of three calls, with the collector off (paths.py measures it).
+"same bytes" says whether the codec's own output is the documented format
+(json.dumps(indent=2, sort_keys=True) + newline) byte for byte, for this artifact.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 1. benchmarks/paths.py: writing and reading an artifact through the public API at about
    1k, 10k and 100k modules with the collector on, against the floor, per module, with
    peak memory and the growth from the smallest size to the largest.
-2. benchmarks/codec_choice.py: the JSON codecs measured for the choice of msgspec.
+2. benchmarks/codec_choice.py: the JSON codecs measured for the choice of orjson to write
+   and msgspec to read.
 3. Freeze and rebuild alone, collector off: generated vs the table-driven reference vs
    the fastest hand-written version (the generated code's bound: 1.10x).
 4. With --huge, about 500k modules: load + rebuild time and peak RSS, each in a fresh
