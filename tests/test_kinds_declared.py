@@ -197,3 +197,15 @@ def test_a_bad_shortcut_declaration_exits_2_naming_it(
 ) -> None:
     replace(repo_copy, KINDS, old, new)
     refused(repo_copy, message)
+
+
+def test_a_macro_that_fails_to_render_exits_2_without_a_traceback(repo_copy: Path) -> None:
+    """A macro reading a name the templates lack fails while the generator checks the
+    calls it renders: one message naming the template, exit 2."""
+    replace(
+        repo_copy,
+        MACROS,
+        '{% macro freeze_dict_copy(f, out, at) %}{{ _freeze(f, out, at, "dict_copy") }}{% endmacro %}',
+        "{% macro freeze_dict_copy(f, out, at) %}{{ no_such_global[0] }}{% endmacro %}",
+    )
+    refused(repo_copy, "templates/kinds.j2")
