@@ -15,13 +15,13 @@ from typing import Any
 
 from shardplan.artifact.meta import CodegenMeta, check_meta
 from shardplan.artifact.plan_meta import (
-    MATCH_KEY,
     check_entry,
     check_modules,
     entry_path,
+    frozen_other_keys,
     index_rules,
     module_path,
-    plan_shell,
+    other_keys_of,
     rule_path,
 )
 from shardplan.convert.json_values import frozen_strings
@@ -32,22 +32,32 @@ from shardplan.convert.kinds import (
     common_parsed_table,
     common_string_tuple,
     common_strings,
+    freeze_bool,
     freeze_dict_copy,
+    freeze_handler_map,
     freeze_int_truthy,
+    freeze_opt_name_list,
+    freeze_pair_list,
     freeze_placement_map,
     freeze_plain,
     freeze_scalar,
+    freeze_sharded_params,
     freeze_value_to_dict,
     rebuild_bool_default_true,
     rebuild_dict_copy,
+    rebuild_handler_map,
     rebuild_injection_target,
     rebuild_int_truthy,
     rebuild_name_list,
+    rebuild_opt_name_tuple,
     rebuild_opt_scalar,
+    rebuild_pair_list,
     rebuild_placement_map,
+    rebuild_sharded_params,
     rebuild_tuple_empty,
     refuse_none,
 )
+from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 PARAM_PLAN_KEYS = (
@@ -182,6 +192,67 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
     return injections
 
 
+OWNED_KEYS = (
+    "special_handlers",
+    "mesh_dim_names",
+    "tied_pairs",
+    "frozen_sharded_params",
+    "parallel_dims",
+)
+NESTED_KEYS = {"parallel_dims": ("sequence_parallel", "loss_parallel")}
+
+
+def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
+    param_plan = freeze_param_plan(plan)
+    injections = freeze_injections(plan)
+    extra = frozen_other_keys(plan.other_keys, "other_keys", OWNED_KEYS, NESTED_KEYS)
+    parallel_dims = extra.pop("parallel_dims")
+    parallel_dims["sequence_parallel"] = freeze_bool(plan.sequence_parallel, "sequence_parallel")
+    parallel_dims["loss_parallel"] = freeze_bool(plan.loss_parallel, "loss_parallel")
+    return CodegenMeta(
+        param_plan=param_plan,
+        injections=injections,
+        special_handlers=freeze_handler_map(plan.special_handlers, "special_handlers"),
+        mesh_dim_names=freeze_opt_name_list(plan.mesh_dim_names, "mesh_dim_names"),
+        tied_pairs=freeze_pair_list(plan.tied_pairs, "tied_pairs"),
+        parallel_dims=parallel_dims,
+        frozen_sharded_params=freeze_sharded_params(param_plan),
+        extra=extra,
+    )
+
+
+def _plan_shell(meta: CodegenMeta, strict: bool) -> ShardingPlan:
+    mesh = meta.mesh_dim_names
+    dims = meta.parallel_dims
+    sequence_parallel = dims.get("sequence_parallel")
+    loss_parallel = dims.get("loss_parallel")
+    top = {
+        **meta.extra,
+        "special_handlers": meta.special_handlers,
+        "mesh_dim_names": mesh,
+        "tied_pairs": meta.tied_pairs,
+        "parallel_dims": dims,
+        "frozen_sharded_params": meta.frozen_sharded_params,
+    }
+    return ShardingPlan(
+        modules={},
+        special_handlers=rebuild_handler_map(meta.special_handlers, "special_handlers"),
+        mesh_dim_names=None if mesh is None else rebuild_opt_name_tuple(mesh, "mesh_dim_names"),
+        tied_pairs=rebuild_pair_list(meta.tied_pairs, "tied_pairs"),
+        sequence_parallel=(
+            True
+            if sequence_parallel is None
+            else rebuild_bool_default_true(sequence_parallel, "parallel_dims.sequence_parallel")
+        ),
+        loss_parallel=(
+            False
+            if loss_parallel is None
+            else rebuild_bool_default_true(loss_parallel, "parallel_dims.loss_parallel")
+        ),
+        other_keys=other_keys_of(top, OWNED_KEYS, NESTED_KEYS),
+    )
+
+
 def _parsed(value: Any, fqn: str, key: str) -> Any:
     return rebuild_placement_map(value, f"{entry_path(fqn)}.{key}")
 
@@ -189,7 +260,7 @@ def _parsed(value: Any, fqn: str, key: str) -> Any:
 def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
-    plan = plan_shell(meta)
+    plan = _plan_shell(meta, strict)
     modules = plan.modules
     no_rule: tuple[int, dict[str, Any]] = (-1, {})
     for fqn, entry in meta.param_plan.items():
@@ -298,4 +369,6 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
         )
         spec._deferred_bias_params = deferred
         modules[fqn] = spec
+    if strict:
+        rebuild_sharded_params(meta.frozen_sharded_params, "frozen_sharded_params", meta.param_plan)
     return plan

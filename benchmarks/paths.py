@@ -33,7 +33,6 @@ from benchmarks.plans import llama_plan
 from shardplan import api
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.meta import dump_meta, load_meta, meta_from_dict, meta_to_dict
-from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.table.spec import ShardingPlan
 
 # layers -> timed rounds; a plan has 4 modules a layer plus 3: about 1k, 10k and 100k.
@@ -50,9 +49,7 @@ def read_user(path: Path) -> ShardingPlan:
 
 
 def write_floor(plan: ShardingPlan, path: Path) -> None:
-    meta = meta_for_plan(
-        plan, handwritten.freeze_param_plan(plan), handwritten.freeze_injections(plan)
-    )
+    meta = handwritten.freeze_plan(plan)
     atomic_write_bytes(path, json.dumps(meta_to_dict(meta), separators=(",", ":")).encode())
 
 

@@ -3,7 +3,7 @@
     specgen [--root DIR] generate   write generated/ (the default when no command is given)
     specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
     specgen [--root DIR] diff       write nothing; print the diff only
-    specgen [--root DIR] table      print the field table
+    specgen [--root DIR] table      print the field tables
 
 ``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
 ``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
@@ -20,7 +20,7 @@ from pathlib import Path
 from generator.config import find_root, load_config
 from generator.emit import compare, write
 from generator.errors import GeneratorError
-from generator.pipeline import generate, load_validated_table
+from generator.pipeline import generate, load_validated_tables
 
 COMMANDS = ("generate", "check", "diff", "table")
 
@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         "generate": "write the changed files of generated/, all or nothing (the default)",
         "check": "write nothing; exit 1 on drift, with a unified diff and the fix",
         "diff": "write nothing; print the unified diff only",
-        "table": "print the field table as a text table, with its digest",
+        "table": "print the field tables as text tables, with their digests",
     }
     for name, help_text in helps.items():
         command = commands.add_parser(name, help=help_text, description=help_text)
@@ -92,20 +92,24 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def format_table(config_root: Path) -> str:
-    """The field table as an aligned text table."""
-    table = load_validated_table(load_config(config_root))
+    """Every field table as an aligned text table, with its digest."""
+    tables = load_validated_tables(load_config(config_root))
     header = ("#", "name", "key", "group", "freeze", "rebuild", "post_init")
-    rows = [header] + [
-        (str(r.number), r.name, r.key, r.group, r.freeze, r.rebuild, "yes" if r.post_init else "")
-        for r in table.rows
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + f"\n\ntable sha256: {table.digest}\n"
+    out = []
+    for table in tables:
+        rows = [header] + [
+            (str(n), r.name, r.key, r.group, r.freeze, r.rebuild, "yes" if r.post_init else "")
+            for n, r in enumerate(table.rows, start=1)
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            for row in rows
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        title = f"{table.name} table ({table.source_file}, {table.cls.partition(':')[2]})"
+        out.append(f"{title}\n\n" + "\n".join(lines) + f"\n\ntable sha256: {table.digest}\n")
+    return "\n".join(out)
 
 
 def _run_command(command: str, root: Path, allow_breaking: bool = False) -> ExitStatus:

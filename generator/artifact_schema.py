@@ -1,94 +1,97 @@
-"""The facts the artifact's schema and field reference are rendered from: the table's
-rows, each rebuild kind's schema fragment (templates/kinds.schema.json) and the
-placement and Target grammars. Plain data in, plain data out; no torch."""
+"""The facts the artifact's schema and field reference are rendered from: each table's
+rows, each rebuild kind's schema fragment (``SCHEMA`` in the kinds module) and the
+placement and Target grammars (the format module). Plain data in, plain data out; no torch."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import jinja2
+from generator.kinds import KindFacts
+from generator.table import Format, Table
 
-from generator.errors import GeneratorError
-from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
-from shardplan.artifact.plan_meta import MATCH_KEY
-from shardplan.convert.placement_text import PLACEMENT_PATTERN
-from shardplan.convert.targets import DOTTED_PATH_PATTERN
-
-KIND_SCHEMAS = "kinds.schema.json"
 SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"
+# JSON Schema's type names -> the exact Python types json.loads gives for them.
+_PYTHON_TYPES = {
+    "object": "dict",
+    "array": "list",
+    "string": "str",
+    "boolean": "bool",
+    "integer": "int",
+    "number": "int, float",
+    "null": "type(None)",
+}
 
 
-def kind_schemas(env: jinja2.Environment, table: Table) -> dict[str, dict[str, Any]]:
-    """Each rebuild kind's ``{"shows": ..., "schema": ...}``; every kind the table uses
-    must have one (a kind without its fragment would leave its keys unchecked)."""
-    loader = env.loader
-    assert loader is not None
-    folder = env.globals.get("templates_folder", "templates")
-    try:
-        text, _, _ = loader.get_source(env, KIND_SCHEMAS)
-        fragments = json.loads(text)
-    except jinja2.TemplateNotFound:
-        raise GeneratorError(
-            f"{folder}/{KIND_SCHEMAS} is missing: it holds the JSON Schema fragment of each "
-            "rebuild kind; restore it"
-        ) from None
-    except ValueError as exc:
-        raise GeneratorError(f"{folder}/{KIND_SCHEMAS} is not valid JSON: {exc}") from None
-    missing = sorted({row.rebuild for row in table.rows if row.group != EXEMPT} - set(fragments))
-    if missing:
-        raise GeneratorError(
-            f"{folder}/{KIND_SCHEMAS} has no fragment for rebuild kind "
-            f"{', '.join(map(repr, missing))}: add {{\"shows\": ..., \"schema\": ...}} for it "
-            "beside its macro in kinds.j2"
-        )
-    return {kind: fragments[kind] for kind in fragments if not kind.startswith("$")}
+def _property(key: str, doc: str, fragment: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"title": key, "description": doc, **more, **fragment["schema"]}
 
 
-def _properties(
-    rows: tuple[Row, ...], retired: list[tuple[str, str]], kinds: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    for row in rows:
-        properties[row.key] = {
-            "title": row.key,
-            "description": row.doc,
-            **kinds[row.rebuild]["schema"],
-        }
-    for row in rows:
-        for alias in row.aliases:
-            properties[alias] = {
-                "title": alias,
-                "description": f"Older name of {row.key!r}, still read: {row.doc}",
-                "deprecated": True,
-                **kinds[row.rebuild]["schema"],
-            }
-    for key, reason in retired:
-        properties[key] = {
-            "description": f"Retired, read and dropped: {reason}",
-            "deprecated": True,
-        }
-    return properties
+def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
+    """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
+    JSON type as the reference shows it, and the properties of a group's keys."""
+    fragments = kinds.schema
 
+    def properties(table: Table, group: str) -> dict[str, Any]:
+        """The JSON Schema properties of ``group``'s keys (a nested key's inner part), with
+        their aliases (deprecated) and retired keys (accepted, dropped)."""
+        props: dict[str, Any] = {}
+        nested = group in table.top_level_groups
 
-def schema_context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
-    """What codegen_meta.schema.json.j2 and fields.md.j2 render from."""
-    kinds = kind_schemas(env, table)
+        def key_of(key: str) -> str:
+            return table.split(key)[1] if nested else key
 
-    def retired(group: str) -> list[tuple[str, str]]:
-        return [(gone.key, gone.reason) for gone in table.retired if gone.group == group]
+        rows = table.group(group)
+        for row in rows:
+            if not (nested and table.split(row.key)[0]):
+                props[key_of(row.key)] = _property(row.key, row.doc, fragments[row.rebuild])
+        for row in rows:
+            for alias in row.aliases:
+                if not (nested and table.split(alias)[0]):
+                    doc = f"Older name of {row.key!r}, still read: {row.doc}"
+                    props[alias] = _property(
+                        alias, doc, fragments[row.rebuild], deprecated=True
+                    )
+        for gone in table.retired:
+            if gone.group == group and not (nested and table.split(gone.key)[0]):
+                props[gone.key] = {
+                    "description": f"Retired, read and dropped: {gone.reason}",
+                    "deprecated": True,
+                }
+        return props
 
-    rule = {
-        MATCH_KEY: {"description": "The FQN of the module the rule applies to.", "type": "string"}
-    }
+    def nested_properties(table: Table, container: str) -> dict[str, Any]:
+        """The properties of the keys nested in a top-level ``container`` object."""
+        props: dict[str, Any] = {}
+        for row in table.keyed:
+            for key in (row.key, *row.aliases):
+                outer, inner = table.split(key)
+                if row.group in table.top_level_groups and outer == container:
+                    doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
+                    extra = {} if key == row.key else {"deprecated": True}
+                    props[inner] = _property(key, doc, fragments[row.rebuild], **extra)
+        for gone in table.retired:
+            outer, inner = table.split(gone.key)
+            if gone.group in table.top_level_groups and outer == container:
+                props[inner] = {
+                    "description": f"Retired, read and dropped: {gone.reason}",
+                    "deprecated": True,
+                }
+        return props
+
+    def python_types(kind: str) -> str:
+        """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
+        expression: what CodegenMeta's check admits before rebuild reads the value."""
+        names = fragments[kind]["schema"].get("type", [])
+        names = [names] if isinstance(names, str) else names
+        types = ", ".join(_PYTHON_TYPES[name] for name in names)
+        return f"({types},)" if len(names) == 1 and "," not in types else f"({types})"
+
     return {
+        "python_types": python_types,
         "schema_id": SCHEMA_ID,
-        "placement_pattern": PLACEMENT_PATTERN,
-        "target_pattern": f"^{DOTTED_PATH_PATTERN}$",
-        "entry_properties": _properties(table.group(PARAM_PLAN), retired(PARAM_PLAN), kinds),
-        "rule_properties": {
-            **rule,
-            **_properties(table.group(INJECTIONS), retired(INJECTIONS), kinds),
-        },
-        "kind_shows": {kind: fragment["shows"] for kind, fragment in kinds.items()},
+        "placement_pattern": form.module.PLACEMENT_PATTERN,
+        "target_pattern": f"^{form.module.DOTTED_PATH_PATTERN}$",
+        "kind_shows": {kind: fragment["shows"] for kind, fragment in fragments.items()},
+        "schema_properties": properties,
+        "nested_properties": nested_properties,
     }

@@ -17,19 +17,36 @@ from typing import Any
 from generator.errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-REQUIRED_KEYS = ("table", "spec_class", "kinds", "templates", "output", "outputs")
+REQUIRED_KEYS = ("format", "kinds", "templates", "output", "outputs", "tables")
+TABLE_KEYS = ("rows", "retired", "class")
+TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
 # and the artifact's JSON Schema, field reference and table lock (.json, .md).
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 
 
 @dataclass(frozen=True)
+class TableConfig:
+    """One field table: its rows, its retired keys and the dataclass it describes."""
+
+    name: str  # as the templates name it: tables.<name>
+    rows: str  # "module:ATTRIBUTE"
+    retired: str  # "module:ATTRIBUTE"
+    cls: str  # "module:Class"
+    filled_elsewhere: tuple[str, ...]  # fields of the class another table fills (no row)
+
+    @property
+    def setting(self) -> str:
+        return f"[tool.specgen.tables.{self.name}]"
+
+
+@dataclass(frozen=True)
 class Config:
-    """Where the table, the spec class and the templates are, and what goes where."""
+    """Where the tables, the kinds and the templates are, and what goes where."""
 
     root: Path  # the folder of pyproject.toml, resolved
-    table: str  # "module:ATTRIBUTE"
-    spec_class: str  # "module:Class"
+    tables: tuple[TableConfig, ...]  # in the order declared
+    format: str  # "package.module": the format's names (groups, reserved keys, patterns)
     kinds: str  # "package.module": the kinds' functions and declarations, read as source
     templates: Path  # a folder inside root
     output: Path  # a folder inside root
@@ -145,6 +162,46 @@ def _outputs(pyproject: Path, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _tables(pyproject: Path, value: object) -> tuple[TableConfig, ...]:
+    example = (
+        '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
+        '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec"'
+    )
+    if not isinstance(value, dict) or not value:
+        raise GeneratorError(
+            f"{pyproject}: {SECTION} needs its field tables, one section each, e.g. {example}"
+        )
+    tables = []
+    for name, section in value.items():
+        where = f"{pyproject}: [tool.specgen.tables.{name}]"
+        if not TABLE_NAME.fullmatch(name):
+            raise GeneratorError(f"{where}: a table name is lowercase letters, digits and _")
+        if not isinstance(section, dict):
+            raise GeneratorError(f"{where} must be a table, e.g. {example}")
+        unknown = sorted(set(section) - {*TABLE_KEYS, "filled_elsewhere"})
+        if unknown:
+            raise GeneratorError(
+                f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(TABLE_KEYS)}, "
+                "filled_elsewhere"
+            )
+        for key in TABLE_KEYS:
+            if not isinstance(section.get(key), str) or not re.fullmatch(
+                r"[\w.]+:\w+", section[key]
+            ):
+                raise GeneratorError(f'{where}: {key} must read "package.module:NAME"')
+        filled = section.get("filled_elsewhere", [])
+        if not isinstance(filled, list) or not all(isinstance(f, str) for f in filled):
+            raise GeneratorError(
+                f"{where}: filled_elsewhere must be a list of field names another table fills"
+            )
+        tables.append(
+            TableConfig(
+                name, section["rows"], section["retired"], section["class"], tuple(filled)
+            )
+        )
+    return tuple(tables)
+
+
 def load_config(root: Path) -> Config:
     """Parse ``root/pyproject.toml``; every missing or malformed setting is a GeneratorError."""
     root = root.resolve()
@@ -156,26 +213,28 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
+    for key in ("table", "spec_class"):
+        if key in section:
+            raise GeneratorError(
+                f"{pyproject}: {SECTION} {key} is the old form of one table: declare each "
+                "table in its own [tool.specgen.tables.NAME] with rows, retired and class"
+            )
     for key in REQUIRED_KEYS:
-        if key == "outputs":
-            continue  # a list, checked by _outputs
+        if key in ("outputs", "tables"):
+            continue  # checked by _outputs and _tables
         if not isinstance(section.get(key), str) or not section[key]:
             raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
-    for key in ("table", "spec_class"):
-        if not re.fullmatch(r"[\w.]+:\w+", section[key]):
+    for key in ("kinds", "format"):
+        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section[key]):
             raise GeneratorError(
-                f'{pyproject}: {SECTION} {key} = "{section[key]}" must read "package.module:NAME"'
+                f'{pyproject}: {SECTION} {key} = "{section[key]}" must be a module name, '
+                'e.g. "shardplan.convert.kinds"'
             )
-    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section["kinds"]):
-        raise GeneratorError(
-            f'{pyproject}: {SECTION} kinds = "{section["kinds"]}" must be a module name, '
-            'e.g. "shardplan.convert.kinds"'
-        )
     project = data.get("project", {})
     return Config(
         root=root,
-        table=section["table"],
-        spec_class=section["spec_class"],
+        tables=_tables(pyproject, section.get("tables")),
+        format=section["format"],
         kinds=section["kinds"],
         templates=_folder(root, pyproject, "templates", section["templates"]),
         output=_folder(root, pyproject, "output", section["output"]),

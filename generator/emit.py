@@ -26,7 +26,7 @@ from black.parsing import InvalidInput
 import generator
 from generator.config import Config
 from generator.errors import GeneratorError
-from generator.table import Table
+from generator.table import Tables
 
 MARKER = "@generated"
 FIX_COMMAND = "make codegen"
@@ -45,7 +45,7 @@ def check_formatter(config: Config) -> None:
         )
 
 
-def inputs_digest(table: Table, config: Config) -> str:
+def inputs_digest(table: Tables, config: Config) -> str:
     """sha256 over everything the output depends on: table, templates, the kinds module's
     declarations (its source), generator, black."""
     # Every file of the templates folder: the .j2 templates and the kinds' schema fragments.
@@ -75,9 +75,9 @@ def format_source(source: str, name: str) -> str:
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
 
-def _header_lines(table: Table, config: Config, digest: str) -> list[str]:
+def _header_lines(table: Tables, config: Config, digest: str) -> list[str]:
     return [
-        f"{MARKER} by `{FIX_COMMAND}` from {table.source_file} and {config.templates_name}/. "
+        f"{MARKER} by `{FIX_COMMAND}` from {table.source_files} and {config.templates_name}/. "
         "DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
         f"table sha256: {table.digest}",
@@ -85,7 +85,7 @@ def _header_lines(table: Table, config: Config, digest: str) -> list[str]:
     ]
 
 
-def stamp(body: str, table: Table, config: Config, digest: str, name: str = ".py") -> str:
+def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
     """The finished file: the header (marker, do-not-edit, how to regenerate, the two
     digests) in the file type's own comment form, then the body. JSON has no comments:
     the header is its first key, "$comment" (a JSON Schema keyword too)."""
@@ -99,7 +99,7 @@ def stamp(body: str, table: Table, config: Config, digest: str, name: str = ".py
     return "".join(f"# {line}\n" for line in lines) + body
 
 
-def build_outputs(sources: dict[str, str], table: Table, config: Config) -> dict[str, str]:
+def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dict[str, str]:
     """Format (black for Python) and stamp every rendered source."""
     digest = inputs_digest(table, config)
     return {

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.table import EXEMPT, Table
+from generator.table import Table, Tables
 
 LOCK_NAME = "table.lock.json"
 COMPATIBLE, BYTES, BREAKING = "compatible", "changes the bytes freeze writes", "breaking"
@@ -51,7 +51,7 @@ class Changes:
 
 
 def lock_rows(table: Table) -> list[dict[str, Any]]:
-    """The part of the table artifacts depend on: every crossing row, in order."""
+    """The part of the table artifacts depend on: every row with a key, in order."""
     return [
         {
             "name": row.name,
@@ -61,20 +61,30 @@ def lock_rows(table: Table) -> list[dict[str, Any]]:
             "rebuild": row.rebuild,
             "aliases": list(row.aliases),
         }
-        for row in table.rows
-        if row.group != EXEMPT
+        for row in table.keyed
     ]
 
 
-def lock_of(table: Table, breaks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The lock to write: the table's rows and retired keys, and every break allowed so far."""
+def _table_lock(table: Table) -> dict[str, Any]:
     return {
         "rows": lock_rows(table),
         "retired": [
             {"key": gone.key, "group": gone.group, "reason": gone.reason} for gone in table.retired
         ],
-        "breaks": breaks,
     }
+
+
+def lock_of(tables: Tables, breaks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The lock to write: each table's rows and retired keys, and every break allowed so far."""
+    return {"tables": {table.name: _table_lock(table) for table in tables}, "breaks": breaks}
+
+
+def locked_tables(lock: dict[str, Any], first: str) -> dict[str, Any]:
+    """Each table's part of a lock. A lock from before the tables were named holds one
+    table's rows at its top level: the first table's."""
+    if isinstance(lock.get("tables"), dict):
+        return {name: part for name, part in lock["tables"].items() if isinstance(part, dict)}
+    return {first: lock}
 
 
 def parse_lock(text: str) -> dict[str, Any] | None:
@@ -83,14 +93,29 @@ def parse_lock(text: str) -> dict[str, Any] | None:
         lock = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(lock, dict) or not isinstance(lock.get("rows"), list):
+    if not isinstance(lock, dict):
+        return None
+    if not isinstance(lock.get("tables"), dict) and not isinstance(lock.get("rows"), list):
         return None
     return lock
 
 
-def classify(lock: dict[str, Any], table: Table) -> Changes:
-    """Classify every edit from ``lock`` (the table as last generated) to ``table``."""
+def classify(lock: dict[str, Any], tables: Tables) -> Changes:
+    """Classify every edit from ``lock`` (the tables as last generated) to ``tables``."""
     changes = Changes()
+    locked = locked_tables(lock, tables.tables[0].name)
+    for table in tables:
+        # A table the lock does not know yet: every row of it is new.
+        part = Changes()
+        _classify_table(locked.get(table.name, {"rows": []}), table, part)
+        label = f"{table.name} table: "
+        changes.compatible += [label + item for item in part.compatible]
+        changes.bytes += [label + item for item in part.bytes]
+        changes.breaking += [label + item for item in part.breaking]
+    return changes
+
+
+def _classify_table(lock: dict[str, Any], table: Table, changes: Changes) -> None:
     old_rows = {row["key"]: row for row in lock.get("rows", []) if isinstance(row, dict)}
     old_retired = {gone["key"] for gone in lock.get("retired", []) if isinstance(gone, dict)}
     new_rows = {row["key"]: row for row in lock_rows(table)}
@@ -129,7 +154,6 @@ def classify(lock: dict[str, Any], table: Table) -> Changes:
                 f"retired key {key!r} dropped: artifacts holding it no longer load"
             )
     _compare_order(old_rows, new_rows, changes)
-    return changes
 
 
 def _compare_row(key: str, old: dict[str, Any], new: dict[str, Any], changes: Changes) -> None:
@@ -181,7 +205,7 @@ def ways_forward(changes: Changes) -> str:
     )
 
 
-def record_breaks(lock: dict[str, Any], changes: Changes, table: Table) -> list[dict[str, Any]]:
+def record_breaks(lock: dict[str, Any], changes: Changes, table: Tables) -> list[dict[str, Any]]:
     """The lock's recorded breaks, plus these (each with the table digest that allowed it)."""
     breaks = [item for item in lock.get("breaks", []) if isinstance(item, dict)]
     return breaks + [{"change": item, "table_sha256": table.digest} for item in changes.breaking]

@@ -22,6 +22,7 @@ DECLARATIONS = {"freeze": "WRITTEN_WHEN", "rebuild": "ABSENT"}
 SHORTCUTS = {"freeze": "FREEZE_SHORTCUTS", "rebuild": "REBUILD_SHORTCUTS"}
 # The exact types an ("is", ...) shortcut may name: JSON's scalars, as Python builtins.
 SHORTCUT_TYPES = frozenset({"bool", "int", "float", "str"})
+WRITTEN_WHEN_VALUES = ("not None", "truthy", "always")
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class KindFacts:
     freeze_shortcuts: dict[str, tuple[str, ...]]
     rebuild_shortcuts: dict[str, tuple[str, ...]]
     defined: frozenset[str]  # every top-level name the module defines or imports
+    schema: dict[str, dict[str, Any]]  # rebuild kind -> {"shows": ..., "schema": ...}
+    meta_field: dict[str, tuple[str, str]]  # rebuild kind -> CodegenMeta annotation, default
 
     def kinds(self, step: str) -> tuple[str, ...]:
         """The declared kinds of ``step`` ("freeze" or "rebuild"), sorted."""
@@ -69,6 +72,7 @@ class KindFacts:
             "kinds_defined": self.defined,
             "freeze_kinds": self.kinds("freeze"),
             "rebuild_kinds": self.kinds("rebuild"),
+            "meta_field": self.meta_field,
         }
 
 
@@ -144,6 +148,8 @@ def read_kinds(root: Path, module: str) -> KindFacts:
     absent = _literal(tree, "ABSENT", where)
     reads_back = _literal(tree, "READS_BACK", where)
     shortcuts = {step: _literal(tree, SHORTCUTS[step], where) for step in STEPS}
+    schema = _literal(tree, "SCHEMA", where)
+    meta_field = _literal(tree, "META_FIELD", where)
     defined = _defined_names(tree)
     # Kind functions are the ones this module defines (an imported helper is not a kind).
     own = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -161,8 +167,11 @@ def read_kinds(root: Path, module: str) -> KindFacts:
                 f"the kind's meaning there, or rename the function"
             )
     for kind, value in written_when.items():
-        if value not in ("not None", "truthy"):
-            problems.append(f'{where}: WRITTEN_WHEN[{kind!r}] must be "not None" or "truthy"')
+        if value not in WRITTEN_WHEN_VALUES:
+            problems.append(
+                f"{where}: WRITTEN_WHEN[{kind!r}] must be one of "
+                + ", ".join(map(repr, WRITTEN_WHEN_VALUES))
+            )
     for kind, readers in reads_back.items():
         if kind not in written_when or any(r not in absent for r in readers):
             problems.append(
@@ -171,6 +180,19 @@ def read_kinds(root: Path, module: str) -> KindFacts:
             )
     for step, declared in (("freeze", written_when), ("rebuild", absent)):
         problems += _shortcut_problems(where, step, shortcuts[step], declared, defined)
+    for kind in sorted(set(absent) - set(schema)):
+        problems.append(
+            f'{where}: rebuild kind {kind!r} has no SCHEMA line: add {{"shows": ..., "schema": '
+            "...}} beside its ABSENT line (the JSON Schema of the values it accepts)"
+        )
+    for kind, fragment in schema.items():
+        if kind not in absent:
+            problems.append(f"{where}: SCHEMA[{kind!r}] names no rebuild kind in ABSENT")
+        elif not isinstance(fragment, dict) or set(fragment) != {"shows", "schema"}:
+            problems.append(f'{where}: SCHEMA[{kind!r}] must be {{"shows": str, "schema": {{...}}}}')
+    for kind in meta_field:
+        if kind not in absent:
+            problems.append(f"{where}: META_FIELD[{kind!r}] names no rebuild kind in ABSENT")
     if problems:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
@@ -182,20 +204,17 @@ def read_kinds(root: Path, module: str) -> KindFacts:
         freeze_shortcuts={kind: tuple(how) for kind, how in shortcuts["freeze"].items()},
         rebuild_shortcuts={kind: tuple(how) for kind, how in shortcuts["rebuild"].items()},
         defined=frozenset(defined),
+        schema=schema,
+        meta_field={kind: tuple(how) for kind, how in meta_field.items()},
     )
 
 
 def check_macros(facts: KindFacts, macros: dict[str, tuple[str, ...]], templates: str) -> None:
-    """Every declared kind has its macro in kinds.j2, and every macro its declared kind."""
+    """A kind needs no macro (the generic one lays its code out); a macro of kinds.j2 named
+    for a kind overrides it, and must name a declared kind."""
     problems = []
     for step in STEPS:
-        declared, shaped = set(facts.kinds(step)), set(macros[step])
-        for kind in sorted(declared - shaped):
-            problems.append(
-                f"{step} kind {kind!r} has no macro {step}_{kind} in {templates}/kinds.j2: add "
-                "it (one line: the call generated code makes)"
-            )
-        for kind in sorted(shaped - declared):
+        for kind in sorted(set(macros[step]) - set(facts.kinds(step))):
             problems.append(
                 f"{templates}/kinds.j2: macro {step}_{kind} has no kind in {facts.source_file}: "
                 f"write its function {step}_{kind} and its line in {DECLARATIONS[step]}, or "

@@ -1,4 +1,5 @@
-"""The pipeline in one call: load table -> validate -> render -> format -> files in memory."""
+"""The pipeline in one call, the same for every table: load -> validate and reflect ->
+kinds -> name clashes -> render -> format -> evolution lock; files in memory."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from generator.evolution import (
     record_breaks,
     ways_forward,
 )
-from generator.kinds import STEPS, KindFacts, check_macros, read_kinds
+from generator.kinds import STEPS, check_macros, read_kinds
 from generator.render import (
     check_kind_calls,
     check_name_clashes,
@@ -26,37 +27,46 @@ from generator.render import (
     make_environment,
     render_all,
 )
-from generator.table import LoadedTable, Table, load_table, validate
+from generator.table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
-def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts]:
-    """The templates' environment, once the kinds module and the macros agree."""
+def _environment(config: Config) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format]:
+    """The templates' environment, once the kinds module and the macros agree; and the
+    declared kinds of each step."""
     kinds = read_kinds(config.root, config.kinds)
-    env = make_environment(config, kinds)
+    form = load_format(config)
+    env = make_environment(config, kinds, form)
     check_macros(kinds, known_kinds(env), config.templates_name)
-    return env, kinds
+    return env, {step: kinds.kinds(step) for step in STEPS}, form
 
 
 def _validated(
-    env: jinja2.Environment, kinds: KindFacts, config: Config, loaded: LoadedTable | None
-) -> Table:
-    declared = {step: kinds.kinds(step) for step in STEPS}
-    table = validate(load_table(config) if loaded is None else loaded, declared)
-    check_kind_calls(env, table)
-    check_name_clashes(env, table, config)
-    return table
+    env: jinja2.Environment,
+    declared: dict[str, tuple[str, ...]],
+    form: Format,
+    config: Config,
+    loaded: tuple[LoadedTable, ...] | None,
+) -> Tables:
+    found = load_tables(config) if loaded is None else loaded
+    tables = Tables(tuple(validate(table, declared, form) for table in found))
+    check_kind_calls(env, tables)
+    check_name_clashes(env, tables, config)
+    return tables
 
 
-def load_validated_table(config: Config, loaded: LoadedTable | None = None) -> Table:
-    """The table, validated against the spec class, the kinds the kinds module declares
-    and the names the generated code binds. ``loaded`` stands in for the configured table
-    (tests)."""
-    return _validated(*_environment(config), config, loaded)
+def load_validated_tables(
+    config: Config, loaded: tuple[LoadedTable, ...] | None = None
+) -> Tables:
+    """Every table, validated against its class, the format, the kinds the kinds module
+    declares and the names the generated code binds. ``loaded`` stands in for the
+    configured tables (tests)."""
+    env, declared, form = _environment(config)
+    return _validated(env, declared, form, config, loaded)
 
 
 @dataclass
 class Generated:
-    """Every declared output's exact text, and how the table changed since the lock."""
+    """Every declared output's exact text, and how the tables changed since the lock."""
 
     files: dict[str, str]
     changes: Changes
@@ -72,23 +82,23 @@ def _old_lock(config: Config) -> dict[str, Any] | None:
 
 def generate(
     config: Config,
-    loaded: LoadedTable | None = None,
+    loaded: tuple[LoadedTable, ...] | None = None,
     *,
     allow_breaking: bool = False,
     refuse_breaking: bool = True,
 ) -> Generated:
-    """Render every declared output, after classifying the table edit against the lock
-    of the table as last generated. A breaking edit is a GeneratorError unless
+    """Render every declared output, after classifying the tables' edit against the lock
+    of the tables as last generated. A breaking edit is a GeneratorError unless
     ``allow_breaking``, which records it in the new lock; with ``refuse_breaking`` off
     (check, diff: they write nothing) it is only reported, and the lock shows as drift.
     Touches no file."""
     check_formatter(config)
-    env, kinds = _environment(config)
-    table = _validated(env, kinds, config, loaded)
+    env, declared, form = _environment(config)
+    tables = _validated(env, declared, form, config, loaded)
     lock = _old_lock(config) if LOCK_NAME in config.outputs else None
-    changes = classify(lock, table) if lock is not None else Changes()
+    changes = classify(lock, tables) if lock is not None else Changes()
     if changes.breaking and refuse_breaking and not allow_breaking:
         raise GeneratorError(ways_forward(changes))
-    breaks = record_breaks(lock or {}, changes if allow_breaking else Changes(), table)
-    files = build_outputs(render_all(env, table, config, breaks), table, config)
+    breaks = record_breaks(lock or {}, changes if allow_breaking else Changes(), tables)
+    files = build_outputs(render_all(env, tables, config, breaks), tables, config)
     return Generated(files, changes)

@@ -19,13 +19,12 @@ from typing import Any
 
 import jinja2
 
-from generator.artifact_schema import schema_context
+from generator.artifact_schema import schema_globals
 from generator.config import Config
 from generator.errors import GeneratorError
 from generator.evolution import lock_of
-from generator.kinds import KindFacts, read_kinds
-from generator.table import EXEMPT, INJECTIONS, PARAM_PLAN, Row, Table
-from shardplan.errors import field_path
+from generator.kinds import STEPS, KindFacts
+from generator.table import DERIVED, Format, Table, Tables
 
 KINDS_TEMPLATE = "kinds.j2"
 TEMPLATE_SUFFIX = ".j2"
@@ -45,12 +44,6 @@ def pyrepr(value: Any) -> str:
             f"pyrepr: {value!r} ({type(value).__name__}) has no safe literal form"
         )
     return repr(value)
-
-
-def path_suffix(key: str) -> str:
-    """How a key extends an error path (``.key``, or ``["key"]`` when it is no identifier):
-    the runtime's own ``field_path``, so generated paths and the reference's are one rule."""
-    return field_path("", key)
 
 
 def _check_template_files(config: Config) -> None:
@@ -81,10 +74,10 @@ def _check_template_files(config: Config) -> None:
             ) from None
 
 
-def make_environment(config: Config, kinds: KindFacts | None = None) -> jinja2.Environment:
+def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, exact about whitespace.
-    ``kinds``: the kinds' declarations every template reads (read from the kinds module
-    when not given)."""
+    ``kinds``: the kinds' declarations every template reads; ``form``: the format module,
+    whose names (groups, MATCH_KEY, ...) the templates read as ``fmt``."""
     _check_template_files(config)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
@@ -95,15 +88,20 @@ def make_environment(config: Config, kinds: KindFacts | None = None) -> jinja2.E
         autoescape=False,
     )
     env.filters["pyrepr"] = pyrepr
-    env.filters["path_suffix"] = path_suffix
+    # How a key extends an error path (``.key``, or ``["key"]``): the runtime's own
+    # field_path, so generated paths and the reference's are one rule.
+    env.filters["path_suffix"] = lambda key: form.module.field_path("", key)
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
+    env.filters["merged"] = lambda first, second: {**first, **second}
     env.globals["templates_folder"] = config.templates_name
+    env.globals["fmt"] = form.module
     # Before any template is loaded: the kinds' macros read these as globals.
-    env.globals.update((kinds or read_kinds(config.root, config.kinds)).template_globals())
+    env.globals.update(kinds.template_globals())
+    env.globals.update(schema_globals(kinds, form))
     return env
 
 
-def _template_error(env: jinja2.Environment, exc: jinja2.TemplateError) -> GeneratorError:
+def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     """A one-place message for a Jinja error: ``templates/<file>:<line>: <what>``."""
     folder = env.globals["templates_folder"]
     if isinstance(exc, jinja2.TemplateNotFound):
@@ -131,10 +129,19 @@ def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
     except jinja2.TemplateError as exc:
         raise _template_error(env, exc) from None
     macros = sorted(name for name in dir(module) if not name.startswith("_"))
-    return {
+    overrides = {
         step: tuple(name.removeprefix(f"{step}_") for name in macros if name.startswith(f"{step}_"))
-        for step in ("freeze", "rebuild")
+        for step in STEPS
     }
+
+    def macro_for(step: str, row: Any) -> str:
+        # The generator's decision per row: a kind's own macro where kinds.j2 has one (its
+        # code is genuinely special), else the generic one.
+        kind = getattr(row, step)
+        return f"{step}_{kind}" if kind in overrides[step] else step
+
+    env.globals["macro_for"] = macro_for
+    return overrides
 
 
 def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
@@ -158,100 +165,86 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
     return {name: f"{name}{TEMPLATE_SUFFIX}" for name in config.outputs}
 
 
-# What the generated function around a macro's block binds: the spec (freeze), the
-# dict written to or read from and the error path's base (passed to the macro as "target"
-# and "path").
-_BLOCK_CONTEXT = frozenset({"spec", "path", "target"})
+# What the generated function around a macro's block binds: the objects read (spec,
+# plan, meta), the dict written to or read from and the error path's base (passed to the
+# macro as "target" and "path"), the entries a derived key is computed from, the mode.
+_BLOCK_CONTEXT = frozenset({"spec", "plan", "meta", "path", "target", "param_plan", "strict"})
 
 
-def _called_functions(env: jinja2.Environment, rows: tuple[Row, ...], step: str) -> list[str]:
+def _row_block(env: jinja2.Environment, table: Table, row: Any, step: str) -> str:
+    """One row's block of ``step``, as the templates lay it out."""
+    module = env.get_template(KINDS_TEMPLATE).module
+    if table.roles[row.group] == DERIVED:
+        macro = getattr(module, f"derived_{step}")
+    else:
+        macro = getattr(module, env.globals["macro_for"](step, row))  # type: ignore[operator]
+    return str(macro(row, "target", "path"))
+
+
+def _called_functions(env: jinja2.Environment, tables: Tables, step: str) -> list[str]:
     """The functions the rows' ``step`` blocks call, read off the rendered blocks, so the
     generated imports are exactly what the code uses (``admit`` only where a row's value
     is read back at freeze, say), whatever the macros emit. Each must be defined by the
     kinds module, read as source: otherwise the generated import would fail."""
-    module = env.get_template(KINDS_TEMPLATE).module
     defined: frozenset[str] = env.globals["kinds_defined"]  # type: ignore[assignment]
     used: set[str] = set()
     problems = []
-    for row in rows:
-        block = str(getattr(module, f"{step}_{getattr(row, step)}")(row, "target", "path"))
-        names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
-        bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
-        calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
-        calls -= _BLOCK_CONTEXT | set(dir(builtins))
-        for name in sorted(calls - defined):
-            problems.append(
-                f"table row {row.number} ({row.name}): its {step} block (macro "
-                f"{step}_{getattr(row, step)} in {env.globals['templates_folder']}/"
-                f"{KINDS_TEMPLATE}) uses {name!r}, which {env.globals['kinds_file']} does not "
-                f"define: define it there, or fix the macro"
-            )
-        used |= calls
+    for table in tables:
+        for row in table.keyed:
+            block = _row_block(env, table, row, step)
+            names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
+            bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
+            calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
+            calls -= _BLOCK_CONTEXT | set(dir(builtins))
+            for name in sorted(calls - defined):
+                problems.append(
+                    f"{_row_label(table, row)}: its {step} block (in "
+                    f"{env.globals['templates_folder']}/{KINDS_TEMPLATE}) uses {name!r}, which "
+                    f"{env.globals['kinds_file']} does not define: define it there, or fix "
+                    "the macro"
+                )
+            used |= calls
     if problems:
         raise GeneratorError("\n".join(problems))
     return sorted(used)
 
 
-def check_kind_calls(env: jinja2.Environment, table: Table) -> None:
+def _row_label(table: Table, row: Any) -> str:
+    label = "table row" if table.name == "spec" else f"table {table.name!r} row"
+    return f"{label} {table.number(row)} ({row.name})"
+
+
+def check_kind_calls(env: jinja2.Environment, tables: Tables) -> None:
     """Refuse a row whose generated block would use a name the kinds module does not
     define (a macro added without its function, say), naming the row."""
-    crossing = tuple(row for row in table.rows if row.group != EXEMPT)
     try:
-        for step in ("freeze", "rebuild"):
-            _called_functions(env, crossing, step)
+        for step in STEPS:
+            _called_functions(env, tables, step)
     except jinja2.TemplateError as exc:  # a broken macro: one message, never a traceback
         raise _template_error(env, exc) from None
 
 
-def _accepted_keys(table: Table, group: str) -> tuple[str, ...]:
-    rows = table.group(group)
-    aliases = tuple(alias for row in rows for alias in row.aliases)
-    return (*(row.key for row in rows), *aliases, *table.retired_keys(group))
-
-
-def _context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
-    crossing = tuple(row for row in table.rows if row.group != EXEMPT)
-    param_plan, injections = table.group(PARAM_PLAN), table.group(INJECTIONS)
+def _context(env: jinja2.Environment, tables: Tables) -> dict[str, Any]:
     return {
-        "table_sha256": table.digest,
-        "table_file": table.source_file,
-        "param_plan_fields": param_plan,
-        "injection_fields": injections,
-        "constructor_fields": tuple(row for row in crossing if not row.post_init),
-        "post_init_fields": tuple(row for row in crossing if row.post_init),
-        # The keys strict rebuild accepts: current keys, their aliases, retired keys.
-        "param_plan_keys": _accepted_keys(table, PARAM_PLAN),
-        "injection_keys": _accepted_keys(table, INJECTIONS),
-        "freeze_functions": _called_functions(env, crossing, "freeze"),
-        "rebuild_functions": _called_functions(env, crossing, "rebuild"),
-    }
-
-
-def _docs_context(env: jinja2.Environment, table: Table) -> dict[str, Any]:
-    # The kinds' declarations (written_when, absent) are globals: see make_environment.
-    crossing = tuple(row for row in table.rows if row.group != EXEMPT)
-    return {
-        **schema_context(env, table),
-        "crossing_fields": crossing,
-        "aliased_fields": tuple(row for row in crossing if row.aliases),
-        "retired": table.retired,
+        "tables": tables,
+        "table_sha256": tables.digest,
+        "table_digests": {table.module: table.digest for table in tables},
+        "table_file": tables.source_files,
+        "freeze_functions": _called_functions(env, tables, "freeze"),
+        "rebuild_functions": _called_functions(env, tables, "rebuild"),
     }
 
 
 def render_all(
     env: jinja2.Environment,
-    table: Table,
+    tables: Tables,
     config: Config,
     breaks: Sequence[dict[str, Any]] = (),
 ) -> dict[str, str]:
     """Render each declared output (unformatted), keyed by file name. ``breaks``: the
     breaking table edits allowed so far, which the table lock keeps."""
     try:
-        context = {
-            **_context(env, table),
-            **_docs_context(env, table),
-            "lock": lock_of(table, list(breaks)),
-        }
+        context = {**_context(env, tables), "lock": lock_of(tables, list(breaks))}
     except jinja2.TemplateError as exc:
         raise _template_error(env, exc) from None
     except SyntaxError as exc:
@@ -265,6 +258,8 @@ def render_all(
         try:
             source = env.get_template(template).render(context, module_file=module_file)
         except jinja2.TemplateError as exc:
+            raise _template_error(env, exc) from None
+        except Exception as exc:  # an expression that raised ({{ 1 // 0 }}): one message
             raise _template_error(env, exc) from None
         _check_rendered(source, out_name, module_file, f"{config.templates_name}/{template}")
         sources[out_name] = source
@@ -291,9 +286,9 @@ def _check_rendered(source: str, out_name: str, module_file: str, template: str)
 # ------------------------------------------------------------------ name clashes
 
 
-def _probe_name(number: int) -> str:
+def _probe_name(table: Table, number: int) -> str:
     # What a row's name becomes in the probe rendering; no real name looks like it.
-    return f"_specgen_probe_row_{number}_"
+    return f"_specgen_probe_{table.name}_row_{number}_"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -336,7 +331,7 @@ def _uses(tree: ast.Module) -> Iterator[Use]:
     yield from walk(tree, None)
 
 
-def check_name_clashes(env: jinja2.Environment, table: Table, config: Config) -> None:
+def check_name_clashes(env: jinja2.Environment, tables: Tables, config: Config) -> None:
     """Refuse a row whose name the generated code would use for something else.
 
     The templates are rendered once more with every row's name replaced by a probe name
@@ -345,9 +340,17 @@ def check_name_clashes(env: jinja2.Environment, table: Table, config: Config) ->
     anything else: that name is reserved there. So the reserved names are read off the
     rendered code itself, whatever the templates bind today.
     """
-    probe = dataclasses.replace(
-        table,
-        rows=tuple(dataclasses.replace(row, name=_probe_name(row.number)) for row in table.rows),
+    probe = Tables(
+        tuple(
+            dataclasses.replace(
+                table,
+                rows=tuple(
+                    dataclasses.replace(row, name=_probe_name(table, number))
+                    for number, row in enumerate(table.rows, start=1)
+                ),
+            )
+            for table in tables
+        )
     )
     problems: list[str] = []
     for out_name, source in render_all(env, probe, config).items():
@@ -358,11 +361,13 @@ def check_name_clashes(env: jinja2.Environment, table: Table, config: Config) ->
         first_use: dict[str, Use] = {}
         for use in uses:
             first_use.setdefault(use.name, use)
-        for row in table.rows:
-            if _probe_name(row.number) in names and row.name in first_use:
+        for table in tables:
+            for number, row in enumerate(table.rows, start=1):
+                if _probe_name(table, number) not in names or row.name not in first_use:
+                    continue
                 use = first_use[row.name]
                 problems.append(
-                    f"table row {row.number} ({row.name}): name {row.name!r} clashes with the "
+                    f"{_row_label(table, row)}: name {row.name!r} clashes with the "
                     f"generated code: {config.output_name}/{out_name} names a Python variable "
                     f"after the field, and already {use.how}.\n"
                     "  Rename the field (and its row)."

@@ -1,160 +1,311 @@
-"""Load the field table and the spec class it describes, and refuse a bad table.
+"""Load every field table and the dataclass it describes, and refuse a bad table.
 
-Every problem is reported with the row's number and name and the fix, all at once,
-before anything is rendered or written.
+One mechanism for every table declared in ``[tool.specgen.tables]``: the rows are the
+table module's own objects (one row model, ``SpecField``), checked here field by field;
+the groups, their roles and the reserved keys come from the project's format module.
+Every problem is reported with the table, the row's number and name and the fix, all at
+once, before anything is rendered or written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import importlib
+import json
 import keyword
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from generator.config import Config
+from generator.config import Config, TableConfig
 from generator.errors import GeneratorError
-from shardplan.artifact.plan_meta import MATCH_KEY
 
-# The group names of SPEC §2. Kinds are not listed here: they are the macros of kinds.j2.
-PARAM_PLAN, INJECTIONS, EXEMPT = "param_plan", "injections", "exempt"
-GROUPS = (PARAM_PLAN, INJECTIONS, EXEMPT)
-
-# Keys the artifact format itself uses inside an entry or a rule, by group, and why: a row
-# frozen under one of them would overwrite it (shardplan.artifact.plan_meta writes and reads them).
-RESERVED_KEYS: dict[str, dict[str, str]] = {
-    PARAM_PLAN: {},
-    INJECTIONS: {MATCH_KEY: "it names the module FQN a rule applies to"},
-}
+# What a row of each role holds (the roles are the format module's GROUP_ROLES values).
+CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
+ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
+ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc")
 
 
 @dataclass(frozen=True)
-class Row:
-    """One validated table row, as the templates see it."""
+class Format:
+    """The project's format module, as the generator reads it."""
 
-    number: int  # 1-based, as a reviewer counts rows
-    name: str
-    key: str
-    group: str
-    freeze: str
-    rebuild: str
-    post_init: bool
-    doc: str = ""
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def freeze_macro(self) -> str:
-        return f"freeze_{self.freeze}"
-
-    @property
-    def rebuild_macro(self) -> str:
-        return f"rebuild_{self.rebuild}"
-
-
-@dataclass(frozen=True)
-class Retired:
-    """A validated retired key: rebuild accepts it in ``group`` and drops it."""
-
-    key: str
-    group: str
-    reason: str
+    groups: dict[str, tuple[str, ...]]  # table name -> the groups its rows may use
+    roles: dict[str, str]  # group -> role
+    reserved: dict[str, dict[str, str]]  # group -> reserved key -> why
+    retirable: tuple[str, ...]
+    top_level: tuple[str, ...]  # groups whose keys are the document's top-level keys
+    separator: str
+    module: ModuleType  # for the templates: MATCH_KEY, the patterns, field_path
 
 
 @dataclass(frozen=True)
 class Table:
-    """The validated table and the facts about it the generated code depends on."""
+    """One validated table and the facts about it the generated code depends on."""
 
-    rows: tuple[Row, ...]
+    name: str  # as configured: the templates' tables.<name>
+    rows: tuple[Any, ...]  # the table module's rows, as they are
+    retired: tuple[Any, ...]
+    roles: dict[str, str]  # group -> role
+    top_level_groups: tuple[str, ...]  # groups whose keys are the document's top-level keys
+    separator: str
+    module: str  # the table module, whose table_digest() the staleness guard calls
     source_file: str  # the table's file, relative to the project root
     digest: str  # computed by the table module's own table_digest()
-    retired: tuple[Retired, ...] = ()
+    cls: str  # "module:Class"
 
-    def group(self, group: str) -> tuple[Row, ...]:
+    def group(self, group: str) -> tuple[Any, ...]:
+        """The rows of ``group``, in table order."""
         return tuple(row for row in self.rows if row.group == group)
+
+    def role(self, role: str) -> tuple[Any, ...]:
+        """The rows whose group has ``role``, in table order."""
+        return tuple(row for row in self.rows if self.roles[row.group] == role)
+
+    @property
+    def crossing(self) -> tuple[Any, ...]:
+        """Every row that crosses the artifact under a key (its group's role: crosses)."""
+        return self.role(CROSSES)
+
+    @property
+    def keyed(self) -> tuple[Any, ...]:
+        """Every row with a key: crossing and derived rows."""
+        return tuple(row for row in self.rows if self.roles[row.group] in (CROSSES, DERIVED))
+
+    def number(self, row: Any) -> int:
+        """The row's 1-based number, as a reviewer counts rows."""
+        return next(n for n, r in enumerate(self.rows, start=1) if r is row)
 
     def retired_keys(self, group: str) -> tuple[str, ...]:
         """The retired keys rebuild accepts and drops in ``group``, in table order."""
         return tuple(gone.key for gone in self.retired if gone.group == group)
 
+    def accepted_keys(self, group: str) -> tuple[str, ...]:
+        """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
+        rows = self.group(group)
+        aliases = tuple(alias for row in rows for alias in row.aliases)
+        return (*(row.key for row in rows), *aliases, *self.retired_keys(group))
+
+    def split(self, key: str) -> tuple[str, str]:
+        """``("container", "key")`` for a nested top-level key, ``("", key)`` otherwise."""
+        container, _, inner = key.rpartition(self.separator)
+        return container, inner
+
+    def containers(self) -> tuple[str, ...]:
+        """The top-level objects that hold nested keys, in table order."""
+        found: list[str] = []
+        for row in self.keyed:
+            for key in (row.key, *row.aliases):
+                container = self.split(key)[0] if row.group in self.top_level_groups else ""
+                if container and container not in found:
+                    found.append(container)
+        return tuple(found)
+
+    def top_level(self) -> tuple[tuple[str, Any], ...]:
+        """The document's top-level keys this table owns, in table order: ``(key, row)`` for
+        a row's own key, ``(container, None)`` for an object holding nested keys."""
+        found: list[tuple[str, Any]] = []
+        for row in self.keyed:
+            if row.group not in self.top_level_groups:
+                continue
+            container, inner = self.split(row.key)
+            entry = (container, None) if container else (inner, row)
+            if entry[0] not in [key for key, _ in found]:
+                found.append(entry)
+        return tuple(found)
+
+    def nested(self, container: str) -> tuple[Any, ...]:
+        """The rows whose key is nested in ``container``, in table order."""
+        return tuple(
+            row
+            for row in self.keyed
+            if row.group in self.top_level_groups and self.split(row.key)[0] == container
+        )
+
+    def owned_keys(self, container: str) -> tuple[str, ...]:
+        """The top-level (``container`` "") or nested keys the table's rows own: keys,
+        aliases, retired keys and (top level) the containers; the rest rides along."""
+        written = [(key, row.group) for row in self.keyed for key in (row.key, *row.aliases)]
+        owned: list[str] = []
+        for key, group in written + [(gone.key, gone.group) for gone in self.retired]:
+            outer, inner = self.split(key)
+            if group in self.top_level_groups and outer == container and inner not in owned:
+                owned.append(inner)
+        if not container:
+            owned += [c for c in self.containers() if c not in owned]
+        return tuple(owned)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Every validated table, in the order configured."""
+
+    tables: tuple[Table, ...]
+
+    def __getitem__(self, name: str) -> Table:
+        return next(table for table in self.tables if table.name == name)
+
+    def __iter__(self) -> Iterator[Table]:
+        return iter(self.tables)
+
+    @property
+    def digest(self) -> str:
+        """One digest over every table's own digest, for the generated files' headers."""
+        text = json.dumps([[t.name, t.digest] for t in self.tables])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @property
+    def source_files(self) -> str:
+        """The tables' files, for the generated files' headers."""
+        return " and ".join(dict.fromkeys(t.source_file for t in self.tables))
+
 
 @dataclass(frozen=True)
 class LoadedTable:
-    """What was imported, before validation."""
+    """What was imported for one table, before validation."""
 
+    config: TableConfig
     rows: tuple[Any, ...]
-    spec_fields: dict[str, bool]  # dataclass field name -> init flag
+    retired: tuple[Any, ...]
+    fields: dict[str, bool]  # dataclass field name -> init flag
+    module: str
     source_file: str
     digest: Callable[..., str]  # table_digest(rows, retired)
-    spec_name: str
-    retired: tuple[Any, ...] = ()  # the table module's RETIRED_KEYS, if it declares them
 
 
-# The attribute of the table module that declares retired keys (optional).
-RETIRED_ATTRIBUTE = "RETIRED_KEYS"
+def _outside(module: ModuleType, root: Path) -> Path | None:
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    return None if path.is_relative_to(root) else path
 
 
-def _import(target: str, root: Path, what: str) -> tuple[Any, Any]:
-    module_name, _, attribute = target.partition(":")
-    if str(root) not in sys.path:
+def _import_module(name: str, root: Path, what: str) -> ModuleType:
+    """Import one of the project's modules from ``root``, and only from there.
+
+    Another checkout first on the path (PYTHONPATH, an editable install) would otherwise
+    hand the generator that checkout's table: refused, naming both places.
+    """
+    if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(name)
     except SystemExit as exc:  # user code may call sys.exit(); that must not end specgen
         raise GeneratorError(
-            f"importing the {what} module {module_name!r} called sys.exit({exc.code!r}); "
+            f"importing the {what} module {name!r} called sys.exit({exc.code!r}); "
             "it must only define data: remove the exit from the module's top level"
         ) from None
+    except SyntaxError as exc:
+        where = Path(exc.filename or name).resolve()
+        shown = where.relative_to(root).as_posix() if where.is_relative_to(root) else where
+        raise GeneratorError(
+            f"{shown}:{exc.lineno}: {exc.msg} (importing the {what} module {name!r}); "
+            "fix the file (a merge conflict left behind?) and run again"
+        ) from None
     except Exception as exc:  # the table module is user code: report, never traceback
-        raise GeneratorError(f"cannot import the {what} module {module_name!r}: {exc}") from None
+        raise GeneratorError(f"cannot import the {what} module {name!r}: {exc}") from None
+    elsewhere = _outside(module, root)
+    if elsewhere is not None:
+        raise GeneratorError(
+            f"the {what} module {name!r} was imported from {elsewhere}, outside the project "
+            f"{root}: another checkout comes first on the path (PYTHONPATH, or an editable "
+            "install of it). Run specgen with this project's environment."
+        )
+    return module
+
+
+def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
+    module_name, _, attribute = target.partition(":")
+    module = _import_module(module_name, root, what)
     if not hasattr(module, attribute):
         raise GeneratorError(f"{module_name} has no {attribute!r}: fix `{what}` in [tool.specgen]")
     return module, getattr(module, attribute)
 
 
-def _relative_file(module: Any, root: Path) -> str:
+def _relative_file(module: ModuleType, root: Path) -> str:
     path = Path(getattr(module, "__file__", "") or module.__name__).resolve()
     try:
         return path.relative_to(root.resolve()).as_posix()
     except ValueError:
-        return str(
-            module.__name__
-        )  # outside the project: the module's name, never an absolute path
+        return str(module.__name__)  # outside the project: its name, never an absolute path
 
 
-def load_table(config: Config) -> LoadedTable:
-    """Import the table and the spec class named in the config."""
-    table_module, rows = _import(config.table, config.root, "table")
-    _, spec_class = _import(config.spec_class, config.root, "spec_class")
+def load_format(config: Config) -> Format:
+    """Import the project's format module and read the names the generator checks against."""
+    module = _import_module(config.format, config.root, "format")
+    names = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
+    for name in (*names, "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):
+        if not hasattr(module, name):
+            raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
+    roles = dict(module.GROUP_ROLES)
+    for group, role in roles.items():
+        if role not in ROLES:
+            raise GeneratorError(
+                f"{config.format}: GROUP_ROLES[{group!r}] = {role!r}; a role is one of "
+                f"{', '.join(ROLES)}"
+            )
+    groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
+    for table in config.tables:
+        if table.name not in groups:
+            raise GeneratorError(
+                f"{table.setting}: the format module {config.format} declares no groups for "
+                f"table {table.name!r} in TABLE_GROUPS: add them, or rename the table"
+            )
+        unknown = [g for g in groups[table.name] if g not in roles]
+        if unknown:
+            raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
+    return Format(
+        groups=groups,
+        roles=roles,
+        reserved={g: dict(keys) for g, keys in module.RESERVED_KEYS.items()},
+        retirable=tuple(module.RETIRABLE_GROUPS),
+        top_level=tuple(module.TOP_LEVEL_GROUPS),
+        separator=str(module.NESTING_SEPARATOR),
+        module=module,
+    )
+
+
+def load_table(config: Config, table: TableConfig) -> LoadedTable:
+    """Import one table's rows, retired keys and the dataclass they describe."""
+    table_module, rows = _import(table.rows, config.root, "table")
+    _, retired = _import(table.retired, config.root, "table")
+    _, cls = _import(table.cls, config.root, "class")
     if not isinstance(rows, (tuple, list)):
         raise GeneratorError(
-            f"{config.table} must be a tuple of SpecField rows, got {type(rows).__name__}"
+            f"{table.rows} must be a tuple of SpecField rows, got {type(rows).__name__}"
         )
-    if not dataclasses.is_dataclass(spec_class):
-        raise GeneratorError(f"{config.spec_class} must be a dataclass")
+    if not isinstance(retired, (tuple, list)):
+        raise GeneratorError(
+            f"{table.retired} must be a tuple of RetiredKey, got {type(retired).__name__}"
+        )
+    if not dataclasses.is_dataclass(cls):
+        raise GeneratorError(f"{table.cls} must be a dataclass")
     digest = getattr(table_module, "table_digest", None)
     if not callable(digest):
         raise GeneratorError(
-            f"{table_module.__name__} must define table_digest(rows): the staleness guard of "
-            "generated code calls it on import"
-        )
-    retired = getattr(table_module, RETIRED_ATTRIBUTE, ())
-    if not isinstance(retired, (tuple, list)):
-        raise GeneratorError(
-            f"{table_module.__name__}.{RETIRED_ATTRIBUTE} must be a tuple of RetiredKey, "
-            f"got {type(retired).__name__}"
+            f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
+            "guard of generated code calls it on import"
         )
     return LoadedTable(
+        config=table,
         rows=tuple(rows),
-        spec_fields={f.name: f.init for f in dataclasses.fields(spec_class)},
+        retired=tuple(retired),
+        fields={f.name: f.init for f in dataclasses.fields(cls)},
+        module=table_module.__name__,
         source_file=_relative_file(table_module, config.root),
         digest=digest,
-        spec_name=config.spec_class,
-        retired=tuple(retired),
     )
+
+
+def load_tables(config: Config) -> tuple[LoadedTable, ...]:
+    """Import every configured table."""
+    return tuple(load_table(config, table) for table in config.tables)
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -162,29 +313,84 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def _check_row_types(where: str, raw: Any) -> None:
+    try:
+        values = [getattr(raw, name) for name in (*ROW_TEXT_FIELDS, "post_init", "aliases")]
+    except AttributeError as exc:
+        raise GeneratorError(f"{where}: {exc}; every row must be a SpecField") from None
+    *texts, post_init, aliases = values
+    if (
+        not dataclasses.is_dataclass(raw)
+        or not all(isinstance(value, str) for value in texts)
+        or not isinstance(post_init, bool)
+        or not isinstance(aliases, tuple)
+        or not all(isinstance(alias, str) for alias in aliases)
+    ):
+        raise GeneratorError(
+            f"{where}: name, key, group, freeze, rebuild and doc must be str, post_init a bool "
+            "and aliases a tuple of str (a SpecField row)"
+        )
+
+
+def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
+    if row.group not in form.top_level:
+        return []
+    problems = []
+    for key in (row.key, *row.aliases):
+        parts = key.split(form.separator)
+        if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+            problems.append(
+                f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
+                f"two of them joined by {form.separator!r} (a key nested one level, "
+                f'"container{form.separator}key").\n  Choose another key.'
+            )
+    return problems
+
+
 def _row_problems(
-    row: Row, kinds: dict[str, tuple[str, ...]], spec_fields: dict[str, bool]
+    row: Any, table: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Format
 ) -> list[str]:
     problems = []
+    groups = form.groups[table.config.name]
+    role = form.roles.get(row.group) if row.group in groups else None
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
-    elif row.name not in spec_fields:
+    elif role == DERIVED:
+        if row.name in table.fields:
+            problems.append(
+                f"a {row.group} row is computed by freeze and names no field, but the class has "
+                f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
+            )
+    elif row.name not in table.fields:
         problems.append(
-            f"the spec class has no field {row.name!r}.\n"
+            f"the {table.config.name} class has no field {row.name!r}.\n"
             "  Add the field to the dataclass, or remove the row."
         )
-    if row.group not in GROUPS:
+    elif row.name in table.config.filled_elsewhere:
         problems.append(
-            f"unknown group {row.group!r}.\n  Known groups: {', '.join(GROUPS)}."
-            + _did_you_mean(row.group, GROUPS)
+            f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
+            "  Remove the row, or the field from filled_elsewhere."
         )
-    elif row.group == EXEMPT:
+    if role is None:
+        problems.append(
+            f"unknown group {row.group!r}.\n  Known groups: {', '.join(groups)}."
+            + _did_you_mean(row.group, groups)
+        )
+        return problems
+    if role in (EXEMPT, OTHERS):
         if row.key or row.freeze or row.rebuild or row.post_init or row.aliases:
-            problems.append(
-                'an exempt row never crosses the artifact, so key, freeze and rebuild must be "", '
-                "aliases empty and post_init False.\n  Clear them, or move the row to group "
-                "'param_plan' or 'injections'."
+            what = (
+                "an exempt row never crosses the artifact"
+                if role == EXEMPT
+                else f"the {row.group} row carries the keys no row owns, as they are"
             )
+            problems.append(
+                f'{what}, so key, freeze and rebuild must be "", aliases empty and post_init '
+                "False.\n  Clear them, or move the row to a group that crosses the artifact "
+                "under a key."
+            )
+        if role == OTHERS and not row.doc.strip():
+            problems.append('the row needs a one-line doc for the field reference.\n  Set doc="...".')
         return problems
     if not row.doc.strip():
         problems.append(
@@ -193,11 +399,12 @@ def _row_problems(
         )
     if not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
-    elif row.key in RESERVED_KEYS.get(row.group, {}):
+    elif row.key in form.reserved.get(row.group, {}):
         problems.append(
             f"key {row.key!r} is reserved by the artifact format in {row.group}: "
-            f"{RESERVED_KEYS[row.group][row.key]}.\n  Choose another key."
+            f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
+    problems += _key_shape_problems(row, table, form)
     for step in ("freeze", "rebuild"):
         kind = getattr(row, step)
         if kind not in kinds[step]:
@@ -205,7 +412,7 @@ def _row_problems(
                 f"unknown {step} kind {kind!r}.\n  Known kinds: {', '.join(kinds[step])}."
                 + _did_you_mean(kind, kinds[step])
             )
-    init = spec_fields.get(row.name)
+    init = table.fields.get(row.name) if role != DERIVED else None
     if init is not None and row.post_init == init:
         fix = (
             "Set post_init=True (the rebuild sets it after construction), or make the field init=True."
@@ -218,59 +425,17 @@ def _row_problems(
     return problems
 
 
-def _to_row(number: int, raw: Any) -> Row:
-    try:
-        row = Row(
-            number,
-            raw.name,
-            raw.key,
-            raw.group,
-            raw.freeze,
-            raw.rebuild,
-            raw.post_init,
-            getattr(raw, "doc", ""),
-            getattr(raw, "aliases", ()),
-        )
-    except AttributeError as exc:
-        raise GeneratorError(f"table row {number}: {exc}; every row must be a SpecField") from None
-    text_fields = (row.name, row.key, row.group, row.freeze, row.rebuild, row.doc)
-    if (
-        not all(isinstance(value, str) for value in text_fields)
-        or not isinstance(row.post_init, bool)
-        or not isinstance(row.aliases, tuple)
-        or not all(isinstance(alias, str) for alias in row.aliases)
-    ):
-        raise GeneratorError(
-            f"table row {number} ({row.name!r}): name, key, group, freeze, rebuild and doc must "
-            "be str, post_init a bool and aliases a tuple of str"
-        )
-    return row
-
-
-def _to_retired(number: int, raw: Any) -> Retired:
-    try:
-        gone = Retired(raw.key, raw.group, raw.reason)
-    except AttributeError as exc:
-        raise GeneratorError(
-            f"{RETIRED_ATTRIBUTE}[{number - 1}]: {exc}; every entry must be a RetiredKey"
-        ) from None
-    if not all(isinstance(value, str) for value in (gone.key, gone.group, gone.reason)):
-        raise GeneratorError(
-            f"{RETIRED_ATTRIBUTE}[{number - 1}]: key, group and reason must be str"
-        )
-    return gone
-
-
-def _key_problems(rows: tuple[Row, ...], retired: tuple[Retired, ...]) -> list[str]:
+def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
     """Every key an artifact may hold (current keys, aliases, retired keys) names one thing."""
     problems: list[str] = []
     owner: dict[str, str] = {}  # key -> what holds it, for the message
+    rows = table.rows
 
     def claim(key: str, holder: str, group: str) -> None:
-        if key in RESERVED_KEYS.get(group, {}):
+        if key in form.reserved.get(group, {}):
             problems.append(
                 f"{holder}: key {key!r} is reserved by the artifact format in {group}: "
-                f"{RESERVED_KEYS[group][key]}.\n  Choose another key."
+                f"{form.reserved[group][key]}.\n  Choose another key."
             )
         elif key in owner:
             problems.append(
@@ -280,21 +445,22 @@ def _key_problems(rows: tuple[Row, ...], retired: tuple[Retired, ...]) -> list[s
         else:
             owner[key] = holder.replace("table row", "used by row")
 
-    for row in rows:
+    for number, row in enumerate(rows, start=1):
         if row.key:
-            owner.setdefault(row.key, f"used by row {row.number} ({row.name})")
-    for row in rows:
+            owner.setdefault(row.key, f"used by row {number} ({row.name})")
+    for number, row in enumerate(rows, start=1):
         for alias in row.aliases:
             if not alias:
-                problems.append(f"table row {row.number} ({row.name}): an alias is empty.")
+                problems.append(f"table row {number} ({row.name}): an alias is empty.")
                 continue
-            claim(alias, f"table row {row.number} ({row.name}) alias", row.group)
-    for index, gone in enumerate(retired):
-        holder = f"{RETIRED_ATTRIBUTE}[{index}] ({gone.key})"
-        if gone.group not in (PARAM_PLAN, INJECTIONS):
+            claim(alias, f"table row {number} ({row.name}) alias", row.group)
+    groups = [g for g in form.groups[table.config.name] if g in form.retirable]
+    for index, gone in enumerate(table.retired):
+        holder = f"{retired_name}[{index}] ({gone.key})"
+        if gone.group not in groups:
             problems.append(
-                f"{holder}: group must be {PARAM_PLAN!r} or {INJECTIONS!r}, where the key was "
-                f"written, not {gone.group!r}."
+                f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "
+                f"was written, not {gone.group!r}."
             )
         if not gone.key or not gone.reason.strip():
             problems.append(f"{holder}: a retired key needs its key and a reason.")
@@ -303,46 +469,80 @@ def _key_problems(rows: tuple[Row, ...], retired: tuple[Retired, ...]) -> list[s
     return problems
 
 
-def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]]) -> Table:
-    """Check every row against the spec class and the known kinds; raise one error listing all."""
-    rows = tuple(_to_row(number, raw) for number, raw in enumerate(loaded.rows, start=1))
-    retired = tuple(_to_retired(n, raw) for n, raw in enumerate(loaded.retired, start=1))
+def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
+    for index, raw in enumerate(table.retired):
+        try:
+            values = (raw.key, raw.group, raw.reason)
+        except AttributeError as exc:
+            raise GeneratorError(
+                f"{retired_name}[{index}]: {exc}; every entry must be a RetiredKey"
+            ) from None
+        if not all(isinstance(value, str) for value in values):
+            raise GeneratorError(f"{retired_name}[{index}]: key, group and reason must be str")
+
+
+def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Format) -> Table:
+    """Check every row against the class, the format and the known kinds; raise one error
+    listing every problem."""
+    name = loaded.config.name
+    label = f"table {name!r} row" if name != "spec" else "table row"
+    retired_name = loaded.config.retired.partition(":")[2]
+    for number, raw in enumerate(loaded.rows, start=1):
+        _check_row_types(f"{label} {number}", raw)
+    _check_retired_types(loaded, retired_name)
     problems: list[str] = []
-    first_by_name: dict[str, Row] = {}
-    first_by_key: dict[str, Row] = {}
-    for row in rows:
-        where = f"table row {row.number} ({row.name})"
-        problems += [
-            f"{where}: {problem}" for problem in _row_problems(row, kinds, loaded.spec_fields)
-        ]
+    first_by_name: dict[str, int] = {}
+    first_by_key: dict[str, tuple[int, str]] = {}
+    others = 0
+    for number, row in enumerate(loaded.rows, start=1):
+        where = f"{label} {number} ({row.name})"
+        problems += [f"{where}: {p}" for p in _row_problems(row, loaded, kinds, form)]
+        others += form.roles.get(row.group) == OTHERS
         if row.name in first_by_name:
-            first = first_by_name[row.name]
             problems.append(
-                f"{where}: name {row.name!r} already has row {first.number}.\n"
-                "  Each spec field has exactly one row: remove one of them."
+                f"{where}: name {row.name!r} already has row {first_by_name[row.name]}.\n"
+                "  Each field has exactly one row: remove one of them."
             )
-        first_by_name.setdefault(row.name, row)
+        first_by_name.setdefault(row.name, number)
         if row.key and row.key in first_by_key:
-            first = first_by_key[row.key]
+            first, first_name = first_by_key[row.key]
             problems.append(
-                f"{where}: key {row.key!r} is already used by row {first.number} ({first.name}).\n"
+                f"{where}: key {row.key!r} is already used by row {first} ({first_name}).\n"
                 "  Frozen keys must be unique: choose another key."
             )
         if row.key:
-            first_by_key.setdefault(row.key, row)
-    for name in loaded.spec_fields:
-        if name not in first_by_name:
+            first_by_key.setdefault(row.key, (number, row.name))
+    if others > 1:
+        problems.append(
+            f"table {name!r}: {others} rows carry the keys no row owns; one field carries them."
+        )
+    for field_name in loaded.fields:
+        if field_name in loaded.config.filled_elsewhere:
+            continue
+        if field_name not in first_by_name:
             problems.append(
-                f"field {name!r} of {loaded.spec_name} has no table row.\n"
+                f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
                 f"  Add a SpecField row for it to {loaded.source_file} "
                 "(group 'exempt' if it never crosses the artifact), then run `make codegen`."
             )
-    problems += _key_problems(rows, retired)
+    for field_name in loaded.config.filled_elsewhere:
+        if field_name not in loaded.fields:
+            problems.append(
+                f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, which "
+                f"{loaded.config.cls} has no field of.\n  Fix filled_elsewhere."
+            )
+    problems += _key_problems(loaded, form, retired_name)
     if problems:
         raise GeneratorError("\n".join(problems))
     return Table(
-        rows=rows,
+        name=name,
+        rows=loaded.rows,
+        retired=loaded.retired,
+        roles={g: form.roles[g] for g in form.groups[name]},
+        top_level_groups=form.top_level,
+        separator=form.separator,
+        module=loaded.module,
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
-        retired=retired,
+        cls=loaded.config.cls,
     )

@@ -11,35 +11,18 @@ they exist, so a missing one is reported at once with the command that makes it.
 
 from __future__ import annotations
 
-import importlib.util
+from shardplan.staleness import require_generated
 
-from shardplan.staleness import MissingGeneratedCode
+GENERATED_MODULES = ("generated.meta", "generated.freeze", "generated.rebuild")
 
-GENERATED_MODULES = ("generated.freeze", "generated.rebuild")
-
-
-def _require_generated_code() -> None:
-    """Raise MissingGeneratedCode naming the first generated module that does not exist."""
-    for name in GENERATED_MODULES:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:  # the generated package itself is missing
-            found = False
-        if not found:
-            raise MissingGeneratedCode(
-                f"{name.replace('.', '/')}.py is missing: the generated code was never "
-                "generated here, or was deleted.\n  Run `make codegen` and commit generated/.",
-                name=name,
-            )
-
-
-_require_generated_code()
+for _name in GENERATED_MODULES:
+    require_generated(_name)
 
 # After the check on purpose: these imports are the expensive part.
 from generated.freeze import freeze_injections, freeze_param_plan
+from generated.freeze import freeze_plan as _freeze_plan
+from generated.meta import CodegenMeta
 from generated.rebuild import rebuild_live_plan_from_meta
-from shardplan.artifact.meta import CodegenMeta
-from shardplan.artifact.plan_meta import meta_for_plan
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.table.spec import ShardingPlan
 
@@ -50,7 +33,7 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     Automatic garbage collection is paused for the call (shardplan.collector)."""
     was_enabled = pause_collector()
     try:
-        return meta_for_plan(plan, freeze_param_plan(plan), freeze_injections(plan))
+        return _freeze_plan(plan)
     finally:
         resume_collector(was_enabled)
 

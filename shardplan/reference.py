@@ -1,4 +1,4 @@
-"""The table-driven reference: freeze and rebuild by walking SPEC_FIELDS at run time.
+"""The table-driven reference: freeze and rebuild by walking both tables at run time.
 
 It is the oracle generated code is tested against and the baseline it is measured
 against, so it is written to be obviously right, not fast: every field goes through
@@ -7,18 +7,18 @@ the kind functions of ``shardplan.convert.kinds``, looked up by the names in the
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from shardplan.artifact.meta import CodegenMeta, check_meta
 from shardplan.artifact.plan_meta import (
-    MATCH_KEY,
     check_entry,
     check_modules,
     entry_path,
+    frozen_other_keys,
     index_rules,
-    meta_for_plan,
     module_path,
-    plan_shell,
+    other_keys_of,
     rule_path,
 )
 from shardplan.convert.kinds import (
@@ -32,10 +32,19 @@ from shardplan.convert.kinds import (
     written,
 )
 from shardplan.errors import field_path
+from shardplan.table.format import (
+    GROUP_DERIVED,
+    GROUP_INJECTIONS,
+    GROUP_OTHERS,
+    GROUP_PARAM_PLAN,
+    GROUP_PLAN,
+    MATCH_KEY,
+    NESTING_SEPARATOR,
+)
+from shardplan.table.plan_fields import PLAN_FIELDS, PLAN_RETIRED_KEYS
+from shardplan.table.rows import rows_of_group
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import (
-    GROUP_INJECTIONS,
-    GROUP_PARAM_PLAN,
     INJECTION_SPEC_FIELDS,
     PARAM_PLAN_SPEC_FIELDS,
     SpecField,
@@ -83,9 +92,62 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
     return rules
 
 
+def _split(key: str) -> tuple[str, str]:
+    """("container", "key") for a nested plan-level key, ("", key) for a top-level one."""
+    container, _, inner = key.rpartition(NESTING_SEPARATOR)
+    return container, inner
+
+
+PLAN_LEVEL_FIELDS = rows_of_group(PLAN_FIELDS, GROUP_PLAN)
+DERIVED_FIELDS = rows_of_group(PLAN_FIELDS, GROUP_DERIVED)
+OTHERS_FIELD = rows_of_group(PLAN_FIELDS, GROUP_OTHERS)[0]
+# The keys the plan table owns (keys, aliases, retired keys), by the object they live in
+# ("" for the top level); the rest of the document rides along.
+_OWNED: dict[str, list[str]] = {"": []}
+for _key, _group in [(k, f.group) for f in (*PLAN_LEVEL_FIELDS, *DERIVED_FIELDS)
+                     for k in (f.key, *f.aliases)] + [(r.key, r.group) for r in PLAN_RETIRED_KEYS]:
+    _outer, _inner = _split(_key)
+    _OWNED.setdefault(_outer, []).append(_inner)
+    if _outer and _outer not in _OWNED[""]:
+        _OWNED[""].append(_outer)
+OWNED_KEYS = tuple(_OWNED[""])
+NESTED_KEYS = {outer: tuple(keys) for outer, keys in _OWNED.items() if outer}
+
+
+def _plan_level_names() -> set[str]:
+    """CodegenMeta's fields for the plan level: all but the spec table's containers and extra."""
+    structural = {GROUP_PARAM_PLAN, GROUP_INJECTIONS, "extra"}
+    return {f.name for f in fields(CodegenMeta)} - structural
+
+
 def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
-    """Freeze a whole plan into a CodegenMeta."""
-    return meta_for_plan(plan, freeze_param_plan(plan), freeze_injections(plan))
+    """Freeze a whole plan into a CodegenMeta: the entries and rules, then every row of the
+    plan table, then the keys no row owns as the plan carries them."""
+    param_plan = freeze_param_plan(plan)
+    injections = freeze_injections(plan)
+    other = getattr(plan, OTHERS_FIELD.name)
+    document = frozen_other_keys(other, OTHERS_FIELD.name, OWNED_KEYS, NESTED_KEYS)
+    for spec_field in PLAN_LEVEL_FIELDS:
+        value = getattr(plan, spec_field.name)
+        if written(spec_field.freeze, value):
+            converted = FREEZE_KINDS[spec_field.freeze](value, spec_field.name)
+            # null reads back as the absent value (mesh_dim_names: None), not through the kind.
+            frozen = (
+                converted
+                if converted is None
+                else admit(REBUILD_KINDS[spec_field.rebuild], converted, spec_field.name)
+            )
+            container, inner = _split(spec_field.key)
+            (document[container] if container else document)[inner] = frozen
+    for spec_field in DERIVED_FIELDS:
+        document[spec_field.key] = FREEZE_KINDS[spec_field.freeze](param_plan)  # type: ignore[call-arg]
+    known = _plan_level_names()
+    return CodegenMeta(
+        param_plan=param_plan,
+        injections=injections,
+        extra={k: v for k, v in document.items() if k not in known},
+        **{k: v for k, v in document.items() if k in known},
+    )
 
 
 def _rebuild_fields(
@@ -110,7 +172,20 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
     ``strict=False`` ignores them and nothing else."""
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
-    plan = plan_shell(meta)
+    document = {**meta.extra, **{name: getattr(meta, name) for name in _plan_level_names()}}
+    settings: dict[str, Any] = {}
+    for spec_field in PLAN_LEVEL_FIELDS:
+        container, inner = _split(spec_field.key)
+        source = document.get(container, {}) if container else document
+        base = container if container else ""
+        value, where = read_renamed(source, inner, spec_field.aliases, base)
+        where = where.lstrip(".")
+        rebuild = REBUILD_KINDS[spec_field.rebuild]
+        settings[spec_field.name] = (
+            absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
+        )
+    plan = ShardingPlan(modules={}, **settings)
+    setattr(plan, OTHERS_FIELD.name, other_keys_of(document, OWNED_KEYS, NESTED_KEYS))
     for fqn, entry in meta.param_plan.items():
         entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
         values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn))
@@ -125,6 +200,11 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
         for name, value in post_init.items():
             setattr(spec, name, value)
         plan.modules[fqn] = spec
+    for spec_field in DERIVED_FIELDS:
+        value = document.get(spec_field.key)
+        if strict and value is not None:
+            check = REBUILD_KINDS[spec_field.rebuild]
+            check(value, spec_field.key, meta.param_plan)  # type: ignore[call-arg]
     return plan
 
 

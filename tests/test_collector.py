@@ -64,7 +64,7 @@ def test_nested_pauses_restore_the_outer_setting() -> None:
 
 def test_freeze_plan_and_rebuild_plan_run_paused(monkeypatch: pytest.MonkeyPatch) -> None:
     gc.enable()
-    frozen_seen = _seen_inside(monkeypatch, "freeze_param_plan")
+    frozen_seen = _seen_inside(monkeypatch, "_freeze_plan")
     rebuilt_seen = _seen_inside(monkeypatch, "rebuild_live_plan_from_meta")
     meta = api.freeze_plan(ShardingPlan(modules={"m": ModuleShardingSpec(out_names=["y"])}))
     plan = api.rebuild_plan(meta)

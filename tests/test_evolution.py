@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from generator.evolution import Changes, classify, lock_of
-from generator.table import Retired, Row, Table
+from generator.table import Table, Tables
+from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
+from shardplan.table.rows import RetiredKey as Retired
+from shardplan.table.rows import SpecField as Row
 from tests.helpers import run_in, run_specgen, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
@@ -144,7 +147,7 @@ def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
     )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
-    assert "compatible: row added: grad_scale (key 'grad_scale', param_plan)" in result.stdout
+    assert "compatible: spec table: row added: grad_scale (key 'grad_scale', param_plan)" in result.stdout
     schema = json.loads((repo_copy / "generated" / "codegen_meta.schema.json").read_text())
     assert "grad_scale" in schema["$defs"]["entry"]["properties"]
     assert "| `grad_scale` |" in (repo_copy / "generated" / "fields.md").read_text()
@@ -206,11 +209,24 @@ def row(number: int, key: str, **changes: object) -> Row:
         "aliases": (),
         **changes,
     }
-    return Row(number, **fields)  # type: ignore[arg-type]
+    return Row(**fields)  # type: ignore[arg-type]
 
 
-def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Table:
-    return Table(rows=rows, source_file="t.py", digest="d" * 64, retired=retired)
+def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
+    """A spec table of these rows, as the generator holds it once validated."""
+    spec = Table(
+        name="spec",
+        rows=rows,
+        retired=retired,
+        roles={group: GROUP_ROLES[group] for group in TABLE_GROUPS["spec"]},
+        top_level_groups=(),
+        separator=".",
+        module="t",
+        source_file="t.py",
+        digest="d" * 64,
+        cls="t:T",
+    )
+    return Tables((spec,))
 
 
 BASE = table(row(1, "a"), row(2, "b"))
@@ -240,7 +256,7 @@ BASE = table(row(1, "a"), row(2, "b"))
         (table(row(1, "a", group="injections"), row(2, "b")), "breaking", "moved from param_plan"),
     ],
 )
-def test_each_table_edit_is_classified(after: Table, kind: str, fragment: str) -> None:
+def test_each_table_edit_is_classified(after: Tables, kind: str, fragment: str) -> None:
     changes = classify(lock_of(BASE, []), after)
     found = {"compatible": changes.compatible, "bytes": changes.bytes, "breaking": changes.breaking}
     assert any(fragment in item for item in found[kind]), changes
@@ -288,7 +304,7 @@ IN_DST_ROW = (
             TABLE,
             NO_RETIRED,
             'RETIRED_KEYS: tuple[RetiredKey, ...] = (RetiredKey("old", "exempt", "r"),)',
-            "RETIRED_KEYS[0] (old): group must be 'param_plan' or 'injections'",
+            "RETIRED_KEYS[0] (old): group must be one of 'param_plan', 'injections'",
         ),
         (
             TABLE,
@@ -303,10 +319,10 @@ IN_DST_ROW = (
             "table row 3 (in_dst): a row that crosses the artifact needs a one-line doc",
         ),
         (
-            "templates/kinds.schema.json",
-            '"int_truthy": {',
-            '"int_truthy_old": {',
-            "kinds.schema.json has no fragment for rebuild kind 'int_truthy'",
+            "shardplan/convert/kinds.py",
+            '    "int_truthy": {"shows"',
+            '    "int_truthy_old": {"shows"',
+            "rebuild kind 'int_truthy' has no SCHEMA line",
         ),
     ],
     ids=["alias_clash", "retired_clash", "retired_group", "retired_reserved", "no_doc", "fragment"],

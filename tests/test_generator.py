@@ -23,8 +23,8 @@ from generator.__main__ import ExitStatus
 from generator.config import load_config
 from generator.emit import check_formatter, compare
 from generator.errors import GeneratorError
-from generator.pipeline import generate, load_validated_table
-from generator.table import load_table
+from generator.pipeline import generate, load_validated_tables
+from generator.table import load_tables
 from shardplan.convert.kinds import FREEZE_KINDS, REBUILD_KINDS
 from shardplan.table.spec_fields import GROUP_INJECTIONS, GROUP_PARAM_PLAN, SPEC_FIELDS, SpecField
 from tests.helpers import (
@@ -171,7 +171,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "unknown freeze kind": (
         _table(TP_DIVIDE, TP_DIVIDE.replace('"attr_list", "attr_list"', '"attr_lst", "attr_list"')),
         f"table row {ROW['tp_divide_attrs']} (tp_divide_attrs): unknown freeze kind 'attr_lst'.\n"
-        "  Known kinds: attr_list, dict_copy",
+        "  Known kinds: attr_list, bool, dict_copy",
     ),
     "unknown rebuild kind": (
         _table(TP_DIVIDE, TP_DIVIDE.replace('"attr_list", "attr_list"', '"attr_list", "atr_list"')),
@@ -210,7 +210,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         ),
         f"table row {added_row_number()} (rules): name 'rules' clashes with the generated code: "
         "generated/rebuild.py names a Python variable after the field, and already binds it as "
-        "a local of _rebuild_live_plan_from_meta().\n  Rename the field (and its row).",
+        "a local of _rebuild_modules().\n  Rename the field (and its row).",
     ),
     "injections key the artifact format reserves": (
         _add_field(
@@ -265,18 +265,20 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         "shardplan.table.spec_fields:SPEC_FIELDS must be a tuple of SpecField rows",
     ),
     "table module that does not import": (
-        _table('GROUP_EXEMPT = "exempt"', 'GROUP_EXEMPT = "exempt" +'),
-        "cannot import the table module 'shardplan.table.spec_fields'",
+        _table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"] +'),
+        f"shardplan/table/spec_fields.py:{_line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS')}: "
+        "invalid syntax (importing the table module "
+        "'shardplan.table.spec_fields'); fix the file",
     ),
     "template with an undefined name": (
         _replace(
-            "templates/freeze.py.j2", "{{ table_sha256 | pyrepr }}", "{{ table_sha | pyrepr }}"
+            "templates/freeze.py.j2", "{{ module_file | pyrepr }}", "{{ module_fil | pyrepr }}"
         ),
-        f"templates/freeze.py.j2:{_line_of('templates/freeze.py.j2', 'table_sha256 | pyrepr')}: "
-        "'table_sha' is undefined",
+        f"templates/freeze.py.j2:{_line_of('templates/freeze.py.j2', 'module_file | pyrepr')}: "
+        "'module_fil' is undefined",
     ),
     "template rendering invalid Python": (
-        _replace("templates/rebuild.py.j2", "    return plan\n", "    return plan plan\n"),
+        _replace("templates/rebuild.py.j2", "    return modules\n", "    return modules modules\n"),
         "templates/rebuild.py.j2 rendered invalid Python at line",
     ),
     "black not pinned exactly": (
@@ -315,7 +317,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         '[tool.specgen] output = "../outside" points outside the project',
     ),
     "table module that calls sys.exit": (
-        _table('GROUP_EXEMPT = "exempt"', 'GROUP_EXEMPT = "exempt"\nimport sys; sys.exit(3)'),
+        _table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)'),
         "importing the table module 'shardplan.table.spec_fields' called sys.exit(3); it must only "
         "define data: remove the exit from the module's top level",
     ),
@@ -401,10 +403,11 @@ def test_a_black_other_than_the_pinned_one_is_named_not_diffed() -> None:
 
 def test_check_fails_on_a_hand_edit_with_diff_and_fix(repo_copy: Path) -> None:
     path = repo_copy / "generated" / "rebuild.py"
-    path.write_text(path.read_text().replace("return plan\n", "return plan  # tweaked\n"))
+    path.write_text(path.read_text().replace("return modules\n", "return modules  # tweaked\n"))
     result = run_specgen(repo_copy, "--check")
     assert result.returncode == 1
-    assert "-    return plan  # tweaked" in result.stdout and "+    return plan" in result.stdout
+    assert "-    return modules  # tweaked" in result.stdout
+    assert "+    return modules" in result.stdout
     assert "generated/rebuild.py is stale" in result.stderr
     assert "Run `make codegen` and commit generated/." in result.stderr
     assert "tweaked" in path.read_text(), "--check must not write"
@@ -474,7 +477,12 @@ def test_codegen_and_check_never_import_torch(repo_copy: Path) -> None:
 def test_table_command_prints_every_row() -> None:
     result = run_specgen(REPO, "table")
     assert result.returncode == 0
-    lines = result.stdout.splitlines()
+    tables = re.split(r"\n(?=\w+ table \()", result.stdout)
+    assert [t.splitlines()[0] for t in tables] == [
+        "spec table (shardplan/table/spec_fields.py, ModuleShardingSpec)",
+        "plan table (shardplan/table/plan_fields.py, ShardingPlan)",
+    ]
+    lines = tables[0].splitlines()[2:]
     assert lines[0].split() == ["#", "name", "key", "group", "freeze", "rebuild", "post_init"]
     number = ROW["_deferred_bias_params"]
     assert lines[number + 1].split() == [
@@ -518,11 +526,20 @@ def test_generated_code_has_no_table_loop_or_computed_attribute_access(name: str
 
 
 def test_generated_code_has_one_block_per_field_in_table_order() -> None:
+    from shardplan.table.plan_fields import PLAN_FIELDS
     from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 
-    for name in GENERATED_MODULES:
+    spec_rows = [f.name for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)]
+    plan_rows = [f.name for f in PLAN_FIELDS if f.group == "plan"]
+    derived = [f.key for f in PLAN_FIELDS if f.group == "derived"]
+    others = [f.name for f in PLAN_FIELDS if f.group == "others"]
+    expected = {
+        "freeze.py": spec_rows + others + plan_rows + derived,
+        "rebuild.py": spec_rows + plan_rows + derived,
+    }
+    for name, rows in expected.items():
         comments = re.findall(r"^\s+# (\w+): ", (REPO / "generated" / name).read_text(), re.M)
-        assert comments == [f.name for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)]
+        assert comments == rows
 
 
 # ------------------------------------------------------------------- name clashes
@@ -559,13 +576,11 @@ ISSUE_CLASHES = (
 
 def _try_field(name: str, group: str) -> str | None:
     """The generator's refusal of the table plus a row ``name`` in ``group``, or None."""
-    loaded = load_table(CONFIG)
+    spec, *others = load_tables(CONFIG)
     row = SpecField(name, name, group, "scalar", "opt_scalar", doc="A probe.")
-    trial = dataclasses.replace(
-        loaded, rows=(*loaded.rows, row), spec_fields={**loaded.spec_fields, name: True}
-    )
+    trial = dataclasses.replace(spec, rows=(*spec.rows, row), fields={**spec.fields, name: True})
     try:
-        load_validated_table(CONFIG, trial)
+        load_validated_tables(CONFIG, (trial, *others))
     except GeneratorError as exc:
         return str(exc)
     return None
@@ -637,7 +652,7 @@ def test_fields_named_after_generated_code_exit_2_naming_each_row_and_the_clash(
                 in result.stderr
             )
         assert (
-            "and already imports it from shardplan.artifact.meta.\n  Rename the field (and its row)."
+            "and already imports it from generated.meta.\n  Rename the field (and its row)."
             in result.stderr
         )  # check_meta
         assert "and already binds it as a module-level name." in result.stderr  # NO_RULE
@@ -882,7 +897,7 @@ def test_a_missing_generated_module_says_run_make_codegen_before_torch_is_import
 ) -> None:
     _write(removed, None)(repo_copy)
     outcome = _probe_import(repo_copy, "import shardplan; shardplan.rebuild_plan")
-    missing = "generated/freeze.py" if removed == "generated" else removed
+    missing = "generated/meta.py" if removed == "generated" else removed
     assert outcome["error"] == (
         f"MissingGeneratedCode: {missing} is missing: the generated code was never generated "
         "here, or was deleted.\n  Run `make codegen` and commit generated/."

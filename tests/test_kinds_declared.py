@@ -1,7 +1,8 @@
-"""A kind is defined once (issue 11): its function and its line in WRITTEN_WHEN / ABSENT /
-READS_BACK in shardplan/convert/kinds.py, plus the one-line macro that shapes the generated call.
-A kind cannot be half-added: each missing piece, and a row naming such a kind, exits 2
-naming what is missing, and leaves generated/ as it was."""
+"""A kind is defined once, in one place (issues 11, 17): its function and its lines in
+WRITTEN_WHEN / ABSENT / READS_BACK / SCHEMA in shardplan/convert/kinds.py. It needs no
+macro: templates/kinds.j2 lays every kind out, and a macro of its own overrides that only
+where a kind's code is genuinely special. A kind cannot be half-added: each missing piece,
+and a row naming such a kind, exits 2 naming what is missing, and leaves generated/ as it was."""
 
 from __future__ import annotations
 
@@ -17,17 +18,25 @@ from tests.helpers import REPO, run_specgen, snapshot
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
 TABLE = "shardplan/table/spec_fields.py"
-MACRO = '{% macro freeze_int_nonzero(f, out, at) %}{{ _freeze(f, out, at, "int_nonzero") }}{% endmacro %}\n'
+MACRO = "{% macro freeze_int_nonzero(f, out, at) %}{{ freeze(f, out, at) }}{% endmacro %}\n"
 FUNCTION = (
     "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
     '    """A non-zero int."""\n'
     "    return freeze_int_truthy(value, path)\n"
 )
-DECLARATION = (
-    '    "int_truthy": "truthy",\n}',
-    '    "int_truthy": "truthy",\n    "int_nonzero": "truthy",\n}',
-)
+# An override of the generic layout for an existing kind, and how the generic one is reached.
+DICT_COPY_MACRO = "{%% macro freeze_dict_copy(f, out, at) %%}%s{%% endmacro %%}\n"
 EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
+
+
+def declare(root: Path, name: str, line: str) -> None:
+    """Add ``line`` (one entry) to the dict literal ``name`` of the kinds module, wherever
+    its last entry is: the test does not lean on the text of any kind's line."""
+    path = root / KINDS
+    text = path.read_text()
+    opening = re.search(rf"^{name}: dict\[[^\n]*\] = {{\n", text, re.M)
+    assert opening, f"test setup: no {name} literal in {KINDS}"
+    path.write_text(text[: opening.end()] + f"    {line},\n" + text[opening.end() :])
 
 
 def append(root: Path, relative: str, text: str) -> None:
@@ -70,23 +79,25 @@ def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
     refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
 
 
-def test_a_function_and_declaration_without_a_macro_exit_2(repo_copy: Path) -> None:
-    append(repo_copy, KINDS, FUNCTION)
-    replace(repo_copy, KINDS, *DECLARATION)
-    refused(
-        repo_copy, "freeze kind 'int_nonzero' has no macro freeze_int_nonzero in templates/kinds.j2"
+def test_a_rebuild_kind_without_its_schema_fragment_exits_2(repo_copy: Path) -> None:
+    append(
+        repo_copy,
+        KINDS,
+        "\n\ndef rebuild_int_nonzero(value: Any, path: str) -> int:\n"
+        '    """A non-zero int."""\n'
+        "    return rebuild_int_truthy(value, path)\n",
     )
+    declare(repo_copy, "ABSENT", '"int_nonzero": "0"')
+    refused(repo_copy, "rebuild kind 'int_nonzero' has no SCHEMA line")
 
 
 def test_a_function_without_its_declaration_exits_2(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
-    append(repo_copy, MACROS, MACRO)
     refused(repo_copy, "function freeze_int_nonzero has no line in WRITTEN_WHEN")
 
 
 def test_a_declaration_without_its_function_exits_2(repo_copy: Path) -> None:
-    replace(repo_copy, KINDS, *DECLARATION)
-    append(repo_copy, MACROS, MACRO)
+    declare(repo_copy, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
     refused(repo_copy, "freeze kind 'int_nonzero' is declared in WRITTEN_WHEN but has no function")
 
 
@@ -98,31 +109,21 @@ def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> Non
 def test_a_macro_calling_a_name_the_kinds_module_lacks_exits_2_naming_the_row(
     repo_copy: Path,
 ) -> None:
-    replace(
-        repo_copy,
-        MACROS,
-        '{% macro freeze_dict_copy(f, out, at) %}{{ _freeze(f, out, at, "dict_copy") }}{% endmacro %}',
-        "{% macro freeze_dict_copy(f, out, at) %}# {{ f.name }}\n"
-        "{{ out }}[{{ f.key | pyrepr }}] = copy_of(spec.{{ f.name }}){% endmacro %}",
-    )
+    body = "# {{ f.name }}\n{{ out }}[{{ f.key | pyrepr }}] = copy_of(spec.{{ f.name }})"
+    append(repo_copy, MACROS, DICT_COPY_MACRO % body)
     refused(
         repo_copy,
-        "(_ep_stack): its freeze block (macro freeze_dict_copy in templates/kinds.j2) uses "
+        "(_ep_stack): its freeze block (in templates/kinds.j2) uses "
         "'copy_of', which shardplan/convert/kinds.py does not define",
     )
 
 
-def test_a_complete_new_kind_generates(repo_copy: Path) -> None:
-    """The README recipe: the function and its declaration, then its macro; a row uses it."""
+def test_a_complete_new_kind_generates_with_no_macro(repo_copy: Path) -> None:
+    """The README recipe: the function and its declarations, in the kinds module alone; a
+    row uses it, and the generic layout of templates/kinds.j2 calls it."""
     append(repo_copy, KINDS, FUNCTION)
-    replace(repo_copy, KINDS, *DECLARATION)
-    replace(
-        repo_copy,
-        KINDS,
-        '    "int_truthy": ("opt_scalar",),\n}',
-        '    "int_truthy": ("opt_scalar",),\n    "int_nonzero": ("int_truthy",),\n}',
-    )
-    append(repo_copy, MACROS, MACRO)
+    declare(repo_copy, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
+    declare(repo_copy, "READS_BACK", '"int_nonzero": ("int_truthy",)')
     freeze_ep_size_with_int_nonzero(repo_copy)
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
@@ -141,7 +142,7 @@ def test_each_kind_s_write_condition_and_absent_value_are_stated_once() -> None:
         for path in (REPO / folder).rglob("*")
         if path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
     }
-    for name in ("WRITTEN_WHEN", "ABSENT", "READS_BACK"):
+    for name in ("WRITTEN_WHEN", "ABSENT", "READS_BACK", "SCHEMA"):
         defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
         assert defining == [KINDS], (name, defining)
     # No template restates a condition or a default literal for a kind by name.
@@ -202,10 +203,16 @@ def test_a_bad_shortcut_declaration_exits_2_naming_it(
 def test_a_macro_that_fails_to_render_exits_2_without_a_traceback(repo_copy: Path) -> None:
     """A macro reading a name the templates lack fails while the generator checks the
     calls it renders: one message naming the template, exit 2."""
-    replace(
-        repo_copy,
-        MACROS,
-        '{% macro freeze_dict_copy(f, out, at) %}{{ _freeze(f, out, at, "dict_copy") }}{% endmacro %}',
-        "{% macro freeze_dict_copy(f, out, at) %}{{ no_such_global[0] }}{% endmacro %}",
-    )
+    append(repo_copy, MACROS, DICT_COPY_MACRO % "{{ no_such_global[0] }}")
     refused(repo_copy, "templates/kinds.j2")
+
+
+def test_a_kind_s_own_macro_overrides_the_generic_layout(repo_copy: Path) -> None:
+    """A macro named for a declared kind is what the generator picks for its rows."""
+    body = "# {{ f.name }}: by its own macro\n{{ freeze(f, out, at) }}"
+    append(repo_copy, MACROS, DICT_COPY_MACRO % body)
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 0, result.stderr
+    freeze = (repo_copy / "generated" / "freeze.py").read_text()
+    assert "# _ep_stack: by its own macro" in freeze
+    assert "by its own macro" not in (REPO / "generated" / "freeze.py").read_text()

@@ -20,8 +20,8 @@ from jsonschema import Draft202012Validator
 
 import shardplan
 from shardplan.artifact.meta import load_meta, meta_from_dict
-from shardplan.artifact.plan_meta import MATCH_KEY
 from shardplan.errors import MetaError
+from shardplan.table.format import MATCH_KEY
 from tests import strategies
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, REPO, shared_fixture
 
@@ -90,8 +90,26 @@ def _node(document: Any, trail: tuple[Any, ...]) -> Any:
 
 
 def _is_match(trail: tuple[Any, ...]) -> bool:
-    # A rule's match naming no entry is a check the schema cannot state: not planted.
-    return len(trail) == 3 and trail[0] == "injections" and trail[2] == MATCH_KEY
+    # A rule's match naming no entry, and a derived key that disagrees with the entries,
+    # are checks the schema cannot state: not planted.
+    rule_match = len(trail) == 3 and trail[0] == "injections" and trail[2] == MATCH_KEY
+    return rule_match or trail[:1] == ("frozen_sharded_params",)
+
+
+def _sharded_params_stale(document: Any) -> bool:
+    """SPEC §2b, said again by hand: frozen_sharded_params lists, sorted, the FQN of every
+    parameter with any axis not "R". A damaged placement ("R" -> "S(0)") makes it stale,
+    which strict rebuild refuses and a schema cannot state."""
+    try:
+        sharded = sorted(
+            f"{fqn}.{param}" if fqn else param
+            for fqn, entry in document["param_plan"].items()
+            for param, named in (entry.get("params") or {}).items()
+            if any(text != "R" for text in named.values())
+        )
+    except (AttributeError, TypeError, KeyError):
+        return False  # a structural defect: the differential below decides
+    return document.get("frozen_sharded_params", []) != sharded
 
 
 @st.composite
@@ -133,7 +151,7 @@ def test_schema_refuses_a_structural_defect_exactly_when_strict_rebuild_does(
 ) -> None:
     """Differential: the schema's verdict equals strict rebuild's, defect by defect."""
     _, document = damaged
-    if _rules_name_missing_or_twice(document):
+    if _rules_name_missing_or_twice(document) or _sharded_params_stale(document):
         # Replacing param_plan (say with {}) can orphan a rule: a rebuild-only check.
         assert not rebuilds(document)
         return
@@ -164,7 +182,7 @@ def test_the_differential_plants_defects_both_sides_refuse() -> None:
         {"injections": [{"match": "m", "inner_wrapper": {"_target_": "no_dots"}}]},
         {"mesh_dim_names": "tp"},
         {"tied_pairs": [["a"]]},
-        {"parallel_dims": {"loss_parallel": None}},
+        {"parallel_dims": {"loss_parallel": "yes"}},
     ]
     assert valid(base) and rebuilds(base)
     for defect in defects:

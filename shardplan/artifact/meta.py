@@ -1,8 +1,9 @@
-"""The artifact: CodegenMeta and codegen_meta.json I/O (SPEC §8).
+"""The artifact: codegen_meta.json I/O for CodegenMeta (SPEC §8).
 
 The JSON form is stable: UTF-8, ``indent=2``, ``sort_keys=True``, one trailing
-newline, written atomically. Top-level keys this module does not know are kept in
-``extra`` and written back unchanged.
+newline, written atomically. CodegenMeta is generated from the tables
+(``generated/meta.py``); top-level keys no row owns are kept in ``extra`` and written
+back unchanged.
 
 Writing and reading try the fast path first (jsoncodec: orjson and msgspec, in C), which
 gives exactly the standard library's bytes and documents or steps aside; the standard
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -21,82 +22,15 @@ from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
-from shardplan.errors import MetaError, json_type, key_path, shown
+from shardplan.errors import MetaError, json_type, key_path
+from shardplan.staleness import require_generated
 
-
-@dataclass
-class CodegenMeta:
-    """The frozen plan plus plan-level settings, in their JSON shapes."""
-
-    param_plan: dict[str, dict[str, Any]] = field(default_factory=dict)
-    injections: list[dict[str, Any]] = field(default_factory=list)
-    special_handlers: dict[str, str] = field(default_factory=dict)
-    # None: not recorded by the producer (older planners write null): use the full mesh.
-    mesh_dim_names: list[str] | None = field(default_factory=list)
-    tied_pairs: list[list[str]] = field(default_factory=list)
-    frozen_sharded_params: list[str] = field(default_factory=list)
-    # Only sequence_parallel and loss_parallel are read; other planners write more.
-    parallel_dims: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
-
+# The document's dataclass is generated from the tables (one field per top-level key the
+# plan table owns); a missing generated/meta.py is reported with the command that makes it.
+require_generated("generated.meta")
+from generated.meta import CodegenMeta, check_meta  # noqa: E402
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
-
-
-def _expect(value: object, kind: type, path: str) -> None:
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise MetaError(path, f"expected {_JSON_NAMES[kind]}, got {json_type(value)}")
-
-
-_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-
-
-def _expect_str_keys(obj: dict[Any, Any], path: str) -> None:
-    # JSON keys are strings; a meta built in Python may hold others, which json.dumps
-    # would silently turn into strings.
-    for key in obj:
-        if not isinstance(key, str):
-            raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
-
-
-def _expect_strings(value: object, path: str) -> None:
-    if type(value) is list and all(type(item) is str for item in value):
-        return  # the common case: frozen_sharded_params holds every sharded parameter
-    _expect(value, list, path)
-    assert isinstance(value, list)  # for mypy: _expect raised otherwise
-    for index, item in enumerate(value):
-        _expect(item, str, f"{path}[{index}]")
-
-
-def check_meta(meta: CodegenMeta) -> None:
-    """Check the JSON types of the top-level fields; entries and rules are checked by rebuild."""
-    _expect(meta.param_plan, dict, "param_plan")
-    _expect_str_keys(meta.param_plan, "param_plan")
-    _expect(meta.injections, list, "injections")
-    _expect(meta.special_handlers, dict, "special_handlers")
-    _expect_str_keys(meta.special_handlers, "special_handlers")
-    for name, handler in meta.special_handlers.items():
-        _expect(handler, str, key_path("special_handlers", name))
-    if meta.mesh_dim_names is not None:
-        _expect_strings(meta.mesh_dim_names, "mesh_dim_names")
-    _expect(meta.tied_pairs, list, "tied_pairs")
-    for index, pair in enumerate(meta.tied_pairs):
-        _expect_strings(pair, f"tied_pairs[{index}]")
-        if len(pair) != 2:
-            raise MetaError(
-                f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(pair)} items"
-            )
-    _expect_strings(meta.frozen_sharded_params, "frozen_sharded_params")
-    _expect(meta.parallel_dims, dict, "parallel_dims")
-    _expect_str_keys(meta.parallel_dims, "parallel_dims")
-    for flag in ("sequence_parallel", "loss_parallel"):
-        if flag in meta.parallel_dims:
-            _expect(meta.parallel_dims[flag], bool, f"parallel_dims.{flag}")
-    _expect(meta.extra, dict, "extra")
-    _expect_str_keys(meta.extra, "extra")
-    clashing = sorted(set(meta.extra) & set(KNOWN_KEYS))
-    if clashing:
-        raise MetaError("extra", f"keys {clashing} are CodegenMeta fields; set the fields instead")
 
 
 def meta_from_dict(data: object) -> CodegenMeta:
@@ -235,3 +169,17 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
         atomic_write_bytes(Path(path), meta_to_bytes(meta))
     finally:
         resume_collector(was_enabled)
+
+
+__all__ = [
+    "KNOWN_KEYS",
+    "CodegenMeta",
+    "check_meta",
+    "dump_meta",
+    "load_meta",
+    "meta_from_dict",
+    "meta_from_json",
+    "meta_to_bytes",
+    "meta_to_dict",
+    "meta_to_json",
+]

@@ -1,17 +1,18 @@
-"""Plan-level parts of freeze and rebuild, shared by the reference and generated code.
+"""What no table row can say, shared by the reference and generated code.
 
-Nothing here looks at a spec field: per-field work is the table's (reference) or the
-generated code's. This module handles what surrounds it: plan settings, the list of
-sharded parameters, and indexing and checking injection rules and entries.
+Nothing here names a field or a key of either table: per-field work is the tables'
+(reference) or the generated code's. This module handles what surrounds it: indexing
+injection rules by ``match`` and refusing orphans and duplicates, checking entries and the
+plan's modules, and carrying the keys no row owns (other producers' metadata) across,
+given the owned keys by the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shardplan.artifact.meta import CodegenMeta
-from shardplan.convert.json_values import frozen_strings
+from shardplan.convert.json_values import TooDeep, json_copy, raise_if_unwritable
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -21,9 +22,11 @@ from shardplan.errors import (
     key_path,
     shown,
 )
+from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
-MATCH_KEY = "match"
+if TYPE_CHECKING:
+    from generated.meta import CodegenMeta
 
 
 def module_path(fqn: str) -> str:
@@ -62,84 +65,64 @@ def check_modules(plan: object) -> None:
             )
 
 
-def frozen_settings(plan: ShardingPlan) -> dict[str, Any]:
-    """The plan-level settings in their JSON shapes, refusing (FreezeError) any value the
-    artifact could not carry back: rebuild reads exactly these shapes."""
-    handlers = plan.special_handlers
-    if not isinstance(handlers, Mapping):
-        raise FreezeError(
-            "special_handlers", f"expected a dict of FQN -> handler, got {described(handlers)}"
-        )
-    for name, handler in handlers.items():
-        if not isinstance(name, str):
+def frozen_other_keys(
+    value: object,
+    path: str,
+    owned: Collection[str],
+    nested: Mapping[str, Collection[str]],
+) -> dict[str, Any]:
+    """A copy of the keys no row owns, for freeze to write back unchanged: the plan's own
+    field ``path`` holds them as the file nests them. A key a row owns is refused (it would
+    be written twice), and so is any value JSON would not give back; each object in
+    ``nested`` comes back as a dict of its own unowned keys (empty when not there)."""
+    if not isinstance(value, Mapping):
+        raise FreezeError(path, f"expected a dict of the keys no row owns, got {described(value)}")
+    raise_if_unwritable(dict(value), path, FreezeError, allow_tuples=False)
+    copy: dict[str, Any] = json_copy(dict(value))
+    for key in copy:
+        if key in owned and key not in nested:
             raise FreezeError(
-                key_path("special_handlers", name),
-                f"a module name must be a str, got {described(name)}",
+                key_path(path, key),
+                f"{key!r} is a key a row of the plan table owns; set that field, not {path}",
             )
-        if not isinstance(handler, str):
-            raise FreezeError(
-                key_path("special_handlers", name), f"expected a str, got {described(handler)}"
-            )
-    mesh = plan.mesh_dim_names
-    mesh_dim_names = None if mesh is None else frozen_strings(mesh, "mesh_dim_names", "str")
-    if not isinstance(plan.tied_pairs, (list, tuple)):
-        raise FreezeError(
-            "tied_pairs", f"expected a list of pairs, got {described(plan.tied_pairs)}"
-        )
-    tied_pairs = []
-    for index, pair in enumerate(plan.tied_pairs):
-        frozen = frozen_strings(pair, f"tied_pairs[{index}]", "two FQNs")
-        if len(frozen) != 2:
-            raise FreezeError(
-                f"tied_pairs[{index}]", f"expected a pair of two FQNs, got {len(frozen)}"
-            )
-        tied_pairs.append(frozen)
-    for flag in ("sequence_parallel", "loss_parallel"):
-        if not isinstance(getattr(plan, flag), bool):
-            raise FreezeError(flag, f"expected a bool, got {described(getattr(plan, flag))}")
-    return {
-        "special_handlers": dict(handlers),
-        "mesh_dim_names": mesh_dim_names,
-        "tied_pairs": tied_pairs,
-        "parallel_dims": {
-            "loss_parallel": plan.loss_parallel,
-            "sequence_parallel": plan.sequence_parallel,
-        },
-    }
+    for container, keys in nested.items():
+        inner = copy.setdefault(container, {})
+        where = key_path(path, container)
+        if not isinstance(inner, dict):
+            raise FreezeError(where, f"expected an object of other keys, got {described(inner)}")
+        for key in inner:
+            if key in keys:
+                raise FreezeError(
+                    key_path(where, key),
+                    f"{key!r} is a key a row of the plan table owns; set that field, not {path}",
+                )
+    return copy
 
 
-def frozen_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
-    """Sorted FQNs of the parameters with any axis not replicated."""
-    sharded = []
-    for fqn, entry in param_plan.items():
-        for param, named in (entry.get("params") or {}).items():
-            if any(text != "R" for text in named.values()):
-                sharded.append(f"{fqn}.{param}" if fqn else param)
-    return sorted(sharded)
+def other_keys_of(
+    document: dict[str, Any], owned: Collection[str], nested: Mapping[str, Collection[str]]
+) -> dict[str, Any]:
+    """A copy of the document's keys no row owns, as they nest in the file: top-level
+    keys, and for each object in ``nested`` its own unowned keys (when it has any)."""
+    other = {key: _copied(value, key) for key, value in document.items() if key not in owned}
+    for container, keys in nested.items():
+        inner = document.get(container)
+        if isinstance(inner, dict):
+            kept = {
+                key: _copied(value, key_path(container, key))
+                for key, value in inner.items()
+                if key not in keys
+            }
+            if kept:
+                other[container] = kept
+    return other
 
 
-def meta_for_plan(
-    plan: ShardingPlan, param_plan: dict[str, dict[str, Any]], injections: list[dict[str, Any]]
-) -> CodegenMeta:
-    """Wrap frozen entries and rules with the plan-level settings into a CodegenMeta."""
-    return CodegenMeta(
-        param_plan=param_plan,
-        injections=injections,
-        frozen_sharded_params=frozen_sharded_params(param_plan),
-        **frozen_settings(plan),
-    )
-
-
-def plan_shell(meta: CodegenMeta) -> ShardingPlan:
-    """A plan with the meta's plan-level settings and no modules yet."""
-    return ShardingPlan(
-        modules={},
-        special_handlers=dict(meta.special_handlers),
-        mesh_dim_names=None if meta.mesh_dim_names is None else tuple(meta.mesh_dim_names),
-        tied_pairs=[(first, second) for first, second in meta.tied_pairs],
-        sequence_parallel=meta.parallel_dims.get("sequence_parallel", True),
-        loss_parallel=meta.parallel_dims.get("loss_parallel", False),
-    )
+def _copied(value: Any, path: str) -> Any:
+    try:
+        return json_copy(value)
+    except TooDeep as exc:  # only a meta built in Python can hold a cycle
+        raise MetaError(path, f"the value {exc}; a JSON document cannot") from None
 
 
 def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:

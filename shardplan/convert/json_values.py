@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from shardplan.errors import FreezeError, described, key_path, shown
 
@@ -110,3 +111,24 @@ def frozen_strings(value: object, path: str, what: str = "str") -> list[str]:
         if not isinstance(item, str):
             raise FreezeError(f"{path}[{index}]", f"expected a str, got {described(item)}")
     return list(value)
+
+
+class TooDeep(ValueError):
+    """A value nests deeper than ``json_copy`` follows (a cycle, built in Python, does)."""
+
+
+# How deep json_copy follows a value: what the artifact's reader reads back (meta.py).
+COPY_DEPTH = 500
+
+
+def json_copy(value: Any, depth: int = COPY_DEPTH) -> Any:
+    """A copy of a JSON value that shares no container with it (dicts and lists copied
+    all the way down; scalars are immutable). TooDeep past ``depth`` levels."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        if depth == 0:
+            raise TooDeep(f"nests deeper than {COPY_DEPTH} levels")
+        if kind is dict:
+            return {key: json_copy(item, depth - 1) for key, item in value.items()}
+        return [json_copy(item, depth - 1) for item in value]
+    return value

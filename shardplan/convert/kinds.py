@@ -144,6 +144,61 @@ def freeze_int_truthy(value: Any, path: str) -> int:
     return value
 
 
+# ------------------------------------------------------ freeze: plan level (plan table)
+
+
+def freeze_handler_map(value: Any, path: str) -> dict[str, str]:
+    """A mapping of module FQN -> handler name (both str) -> a dict."""
+    if not isinstance(value, Mapping):
+        raise FreezeError(path, f"expected a dict of FQN -> handler, got {described(value)}")
+    for name, handler in value.items():
+        if not isinstance(name, str):
+            raise FreezeError(
+                key_path(path, name), f"a module name must be a str, got {described(name)}"
+            )
+        if not isinstance(handler, str):
+            raise FreezeError(key_path(path, name), f"expected a str, got {described(handler)}")
+    return dict(value)
+
+
+def freeze_opt_name_list(value: Any, path: str) -> list[str] | None:
+    """None (not recorded) -> null; a list or tuple of names -> a list."""
+    if value is None:
+        return None
+    return common_frozen_strings(value) or frozen_strings(value, path)
+
+
+def freeze_pair_list(value: Any, path: str) -> list[list[str]]:
+    """A list or tuple of pairs of FQNs -> a list of 2-lists."""
+    if not isinstance(value, (list, tuple)):
+        raise FreezeError(path, f"expected a list of pairs, got {described(value)}")
+    pairs = []
+    for index, pair in enumerate(value):
+        frozen = frozen_strings(pair, f"{path}[{index}]", "two FQNs")
+        if len(frozen) != 2:
+            raise FreezeError(f"{path}[{index}]", f"expected a pair of two FQNs, got {len(frozen)}")
+        pairs.append(frozen)
+    return pairs
+
+
+def freeze_bool(value: Any, path: str) -> bool:
+    """A bool, written as it is (1 or "yes" is refused: rebuild reads only booleans)."""
+    if type(value) is not bool:
+        raise FreezeError(path, f"expected a bool, got {described(value)}")
+    return value
+
+
+def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
+    """Derived from the frozen entries: sorted FQNs of the parameters with any axis not
+    replicated."""
+    sharded = []
+    for fqn, entry in param_plan.items():
+        for param, named in (entry.get("params") or {}).items():
+            if any(text != "R" for text in named.values()):
+                sharded.append(f"{fqn}.{param}" if fqn else param)
+    return sorted(sharded)
+
+
 def refuse_none(absent: Any, path: str) -> None:
     """Refuse a None its freeze kind does not write, where the row's rebuild kind reads the
     absent key as ``absent`` instead: the plan would not come back as it was."""
@@ -282,6 +337,64 @@ def rebuild_tuple_empty(value: Any, path: str) -> tuple[str, ...]:
     return tuple(_rebuild_strings(value, path))
 
 
+# ----------------------------------------------------- rebuild: plan level (plan table)
+
+
+def rebuild_handler_map(value: Any, path: str) -> dict[str, str]:
+    """An object of handler names -> a dict."""
+    if not isinstance(value, dict):
+        raise MetaError(path, f"expected an object, got {json_type(value)}")
+    for name, handler in value.items():
+        if not isinstance(name, str):
+            raise MetaError(key_path(path, name), f"object key {shown(name)} must be a string")
+        if not isinstance(handler, str):
+            raise MetaError(key_path(path, name), f"expected a string, got {json_type(handler)}")
+    return dict(value)
+
+
+def rebuild_opt_name_tuple(value: Any, path: str) -> tuple[str, ...]:
+    """An array of strings -> a tuple (null, "not recorded", is None: see ABSENT)."""
+    return tuple(_rebuild_strings(value, path))
+
+
+def rebuild_pair_list(value: Any, path: str) -> list[tuple[str, str]]:
+    """An array of 2-arrays of strings -> a list of pairs."""
+    if not isinstance(value, list):
+        raise MetaError(path, f"expected an array of pairs, got {json_type(value)}")
+    pairs = []
+    for index, pair in enumerate(value):
+        first, second = _rebuild_pair(pair, f"{path}[{index}]")
+        pairs.append((first, second))
+    return pairs
+
+
+def _rebuild_pair(pair: Any, path: str) -> list[str]:
+    strings = _rebuild_strings(pair, path)
+    if len(strings) != 2:
+        raise MetaError(path, f"expected a pair of two FQNs, got {len(strings)} items")
+    return strings
+
+
+def rebuild_bool_default_false(value: Any, path: str) -> bool:
+    """A boolean."""
+    return rebuild_bool_default_true(value, path)
+
+
+def rebuild_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> None:
+    """Derived: strict rebuild refuses a value other than what the entries give (a stale
+    list would tell a reader of the file other parameters than the plan shards)."""
+    listed = _rebuild_strings(value, path)
+    expected = freeze_sharded_params(param_plan)
+    if listed != expected:
+        missing = sorted(set(expected) - set(listed))
+        raise MetaError(
+            path,
+            f"stale: the entries shard {len(expected)} parameters"
+            + (f" (first missing: {missing[0]!r})" if missing else "")
+            + "; write it again with freeze_plan, or rebuild with strict=False to recompute it",
+        )
+
+
 # ------------------------------------------------------- shortcuts for the common case
 #
 # Generated code calls a kind's function, and builds the error path it takes, only where
@@ -339,7 +452,8 @@ def read_renamed(
 # this file's source (generator/kinds.py); the reference and the docs read them too.
 
 # freeze kind -> when freeze writes its key: "not None" (an empty value is meaningful,
-# and None must read back as None) or "truthy" (a falsy value is not written).
+# and None must read back as None), "truthy" (a falsy value is not written) or "always"
+# (the plan level: every key is written, None as null; a derived kind takes the entries).
 WRITTEN_WHEN: dict[str, str] = {
     "placement_map": "not None",
     "named_placements": "not None",
@@ -350,6 +464,11 @@ WRITTEN_WHEN: dict[str, str] = {
     "plain": "not None",
     "dict_copy": "truthy",
     "int_truthy": "truthy",
+    "handler_map": "always",
+    "opt_name_list": "always",
+    "pair_list": "always",
+    "bool": "always",
+    "sharded_params": "always",
 }
 
 # rebuild kind -> what an absent or null key rebuilds to, as the Python literal generated
@@ -365,6 +484,11 @@ ABSENT: dict[str, str] = {
     "dict_copy": "{}",
     "int_truthy": "0",
     "tuple_empty": "()",
+    "handler_map": "{}",
+    "opt_name_tuple": "None",
+    "pair_list": "[]",
+    "bool_default_false": "False",
+    "sharded_params": "None",
 }
 
 # freeze kind -> the rebuild kinds that read back everything it writes (tests/test_closure.py
@@ -380,6 +504,92 @@ READS_BACK: dict[str, tuple[str, ...]] = {
     "value_to_dict": ("injection_target",),
     "dict_copy": ("dict_copy",),
     "int_truthy": ("opt_scalar",),
+    "handler_map": ("handler_map",),
+    "opt_name_list": ("opt_name_tuple",),
+    "pair_list": ("pair_list",),
+    "bool": ("bool_default_true", "bool_default_false"),
+    "sharded_params": ("sharded_params",),
+}
+
+# rebuild kind -> the JSON Schema fragment of the values strict rebuild accepts for a key
+# of that kind (null is absent, as rebuild reads it), and how generated/fields.md names
+# its JSON type ("shows"). The generator renders them into codegen_meta.schema.json;
+# tests/test_schema.py checks the schema's verdict against strict rebuild.
+SCHEMA: dict[str, dict[str, Any]] = {
+    "placement_map": {
+        "shows": "object: parameter -> named placement",
+        "schema": {
+            "type": ["object", "null"],
+            "additionalProperties": {"$ref": "#/$defs/named_placement"},
+        },
+    },
+    "named_placements": {
+        "shows": "object: name -> named placement",
+        "schema": {
+            "type": ["object", "null"],
+            "additionalProperties": {"$ref": "#/$defs/named_placement"},
+        },
+    },
+    "name_list": {
+        "shows": "array of strings",
+        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+    "attr_list": {
+        "shows": "array of strings",
+        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+    "tuple_empty": {
+        "shows": "array of strings",
+        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+    "bool_default_true": {"shows": "boolean", "schema": {"type": ["boolean", "null"]}},
+    "opt_scalar": {
+        "shows": "string, number or boolean",
+        "schema": {"type": ["string", "number", "boolean", "null"]},
+    },
+    "injection_target": {
+        "shows": "Target object, registry name, named placement or contract",
+        "schema": {
+            "anyOf": [{"type": ["string", "null"]}, {"$ref": "#/$defs/target"}, {"$ref": "#/$defs/named_placement", "not": {"required": ["_target_"]}}, {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}}],
+        },
+    },
+    "dict_copy": {"shows": "object", "schema": {"type": ["object", "null"]}},
+    "int_truthy": {"shows": "integer", "schema": {"type": ["integer", "null"]}},
+    "handler_map": {
+        "shows": "object: FQN -> handler name",
+        "schema": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+    },
+    "opt_name_tuple": {
+        "shows": "array of strings, or null",
+        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+    "pair_list": {
+        "shows": "array of [FQN, FQN] pairs",
+        "schema": {
+            "type": ["array", "null"],
+            "items": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
+    },
+    "bool_default_false": {"shows": "boolean", "schema": {"type": ["boolean", "null"]}},
+    "sharded_params": {
+        "shows": "array of strings",
+        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+    },
+}
+
+# rebuild kind of a top-level plan key -> the annotation and default of its CodegenMeta
+# field (generated/meta.py): the JSON value as it is held in memory.
+META_FIELD: dict[str, tuple[str, str]] = {
+    "handler_map": ("dict[str, str]", "{}"),
+    "opt_name_tuple": ("list[str] | None", "[]"),
+    "pair_list": ("list[list[str]]", "[]"),
+    # None: not given (a meta built in Python); freeze writes it, rebuild checks it if given.
+    "sharded_params": ("list[str] | None", "None"),
 }
 
 # kind -> its shortcut (above): ("call", name) where name(value) gives the kind's result,
@@ -394,6 +604,7 @@ FREEZE_SHORTCUTS: dict[str, tuple[str, ...]] = {
     "scalar": ("is", "bool", "str"),
     "value_to_dict": ("is", "str"),
     "plain": ("is", "str", "bool"),
+    "bool": ("is", "bool"),
 }
 REBUILD_SHORTCUTS: dict[str, tuple[str, ...]] = {
     "placement_map": ("call", "common_parsed_table"),
@@ -405,6 +616,7 @@ REBUILD_SHORTCUTS: dict[str, tuple[str, ...]] = {
     "opt_scalar": ("is", "str", "bool", "int", "float"),
     "injection_target": ("is", "str"),
     "int_truthy": ("is", "int"),
+    "bool_default_false": ("is", "bool"),
 }
 
 FreezeFn = Callable[[Any, str], Any]
@@ -417,7 +629,8 @@ REBUILD_KINDS: dict[str, RebuildFn] = {kind: globals()[f"rebuild_{kind}"] for ki
 
 def written(kind: str, value: Any) -> bool:
     """Whether freeze kind ``kind`` writes ``value`` (WRITTEN_WHEN)."""
-    return bool(value) if WRITTEN_WHEN[kind] == "truthy" else value is not None
+    when = WRITTEN_WHEN[kind]
+    return True if when == "always" else bool(value) if when == "truthy" else value is not None
 
 
 def absent_value(kind: str) -> Any:

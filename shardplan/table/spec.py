@@ -70,3 +70,7 @@ class ShardingPlan:
     tied_pairs: list[tuple[str, str]] = field(default_factory=list)
     sequence_parallel: bool = True
     loss_parallel: bool = False
+    # The artifact's keys no row of the plan table owns (other producers' metadata), as they
+    # nest in the file (a "parallel_dims" key holds that object's unowned keys): a rebuilt
+    # plan carries them and freeze writes them back unchanged.
+    other_keys: dict[str, Any] = field(default_factory=dict)

@@ -9,49 +9,16 @@ Row order is load-bearing: it is the key insertion order of every frozen entry a
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import astuple, dataclass
+from shardplan.table.format import (
+    GROUP_EXEMPT,
+    GROUP_INJECTIONS,
+    GROUP_PARAM_PLAN,
+    TABLE_GROUPS,
+)
+from shardplan.table.rows import RetiredKey, SpecField, rows_digest, rows_of_group
+from shardplan.table.rows import accepted_keys as _accepted_keys
 
-GROUP_PARAM_PLAN = "param_plan"  # frozen into meta.param_plan[fqn]
-GROUP_INJECTIONS = "injections"  # frozen into a rule of meta.injections
-GROUP_EXEMPT = "exempt"  # never crosses the boundary
-GROUPS = (GROUP_PARAM_PLAN, GROUP_INJECTIONS, GROUP_EXEMPT)
-
-
-@dataclass(frozen=True)
-class SpecField:
-    """One row of the field table.
-
-    ``name`` is the ModuleShardingSpec attribute, ``key`` the key it is frozen under,
-    ``freeze``/``rebuild`` name the conversion kinds, and ``post_init`` marks a field
-    that is not a constructor argument and is set after the spec is built. ``doc`` is
-    the one-line description the artifact's schema and field reference show;
-    ``aliases`` are keys the field was frozen under before: rebuild still reads them,
-    freeze writes ``key``.
-    """
-
-    name: str
-    key: str
-    group: str
-    freeze: str = ""
-    rebuild: str = ""
-    post_init: bool = False
-    doc: str = ""
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RetiredKey:
-    """A key of a removed row: rebuild accepts it (strict mode too) and drops it.
-
-    Retiring, not deleting, keeps artifacts written before the removal loading.
-    """
-
-    key: str
-    group: str  # param_plan or injections: where the key used to be written
-    reason: str
-
+GROUPS = TABLE_GROUPS["spec"]
 
 # One row a field, in frozen key order, each with the one-line doc the artifact's schema
 # and field reference show. Kept as a table (black would put every argument on a line).
@@ -114,27 +81,42 @@ def fields_for_group(
     """Return the rows of ``group``, in table order."""
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}; known groups: {', '.join(GROUPS)}")
-    return tuple(f for f in fields if f.group == group)
+    return rows_of_group(fields, group)
 
 
 def table_digest(
     fields: tuple[SpecField, ...] | None = None, retired: tuple[RetiredKey, ...] | None = None
 ) -> str:
     """sha256 over the table rows and the retired keys (default: as they are now), in order."""
-    rows = [astuple(f) for f in (SPEC_FIELDS if fields is None else fields)]
-    gone = [astuple(r) for r in (RETIRED_KEYS if retired is None else retired)]
-    text = json.dumps({"rows": rows, "retired": gone} if gone else rows)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return rows_digest(
+        SPEC_FIELDS if fields is None else fields, RETIRED_KEYS if retired is None else retired
+    )
 
 
 def accepted_keys(group: str) -> tuple[str, ...]:
     """The keys strict rebuild accepts in ``group``: current keys, aliases, retired keys."""
-    rows = fields_for_group(group)
-    aliases = tuple(alias for f in rows for alias in f.aliases)
-    return (*(f.key for f in rows), *aliases, *(r.key for r in RETIRED_KEYS if r.group == group))
+    return _accepted_keys(SPEC_FIELDS, RETIRED_KEYS, group)
 
 
 PARAM_PLAN_SPEC_FIELDS = fields_for_group(GROUP_PARAM_PLAN)
 INJECTION_SPEC_FIELDS = fields_for_group(GROUP_INJECTIONS)
 POST_INIT_SPEC_FIELDS = tuple(f for f in SPEC_FIELDS if f.post_init)
 FROZEN_SPEC_KEYS = tuple(f.key for f in SPEC_FIELDS if f.group != GROUP_EXEMPT)
+
+__all__ = [
+    "FROZEN_SPEC_KEYS",
+    "GROUPS",
+    "GROUP_EXEMPT",
+    "GROUP_INJECTIONS",
+    "GROUP_PARAM_PLAN",
+    "INJECTION_SPEC_FIELDS",
+    "PARAM_PLAN_SPEC_FIELDS",
+    "POST_INIT_SPEC_FIELDS",
+    "RETIRED_KEYS",
+    "SPEC_FIELDS",
+    "RetiredKey",
+    "SpecField",
+    "accepted_keys",
+    "fields_for_group",
+    "table_digest",
+]

@@ -1,0 +1,69 @@
+"""The one row model of every field table: ``SpecField`` rows and ``RetiredKey`` entries.
+
+Pure data and the standard library only: the generator and the staleness guard of every
+generated module read the tables, and neither may pay for importing torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass
+
+
+@dataclass(frozen=True)
+class SpecField:
+    """One row of a field table.
+
+    ``name`` is the dataclass attribute, ``key`` the key it is frozen under (in the plan
+    table a nested key reads ``container.key``), ``group`` where that key lives
+    (``shardplan.table.format``), ``freeze``/``rebuild`` name the conversion kinds, and
+    ``post_init`` marks a field that is not a constructor argument and is set after the
+    object is built. ``doc`` is the one-line description the artifact's schema and field
+    reference show; ``aliases`` are keys the field was frozen under before: rebuild still
+    reads them, freeze writes ``key``.
+    """
+
+    name: str
+    key: str
+    group: str
+    freeze: str = ""
+    rebuild: str = ""
+    post_init: bool = False
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetiredKey:
+    """A key of a removed row: rebuild accepts it (strict mode too) and drops it.
+
+    Retiring, not deleting, keeps artifacts written before the removal loading.
+    """
+
+    key: str
+    group: str  # where the key used to be written
+    reason: str
+
+
+def rows_digest(rows: Sequence[SpecField], retired: Sequence[RetiredKey]) -> str:
+    """sha256 over the rows and the retired keys, in order."""
+    gone = [astuple(r) for r in retired]
+    listed = [astuple(f) for f in rows]
+    text = json.dumps({"rows": listed, "retired": gone} if gone else listed)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def rows_of_group(rows: Sequence[SpecField], group: str) -> tuple[SpecField, ...]:
+    """The rows of ``group``, in table order."""
+    return tuple(f for f in rows if f.group == group)
+
+
+def accepted_keys(
+    rows: Sequence[SpecField], retired: Sequence[RetiredKey], group: str
+) -> tuple[str, ...]:
+    """The keys strict rebuild accepts in ``group``: current keys, aliases, retired keys."""
+    own = rows_of_group(rows, group)
+    aliases = tuple(alias for f in own for alias in f.aliases)
+    return (*(f.key for f in own), *aliases, *(r.key for r in retired if r.group == group))
