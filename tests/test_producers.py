@@ -41,14 +41,11 @@ def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> s
 
 
 def refreeze(meta: CodegenMeta, implementation: str, *, strict: bool = True) -> str:
-    """Rebuild and freeze again, carrying the top-level keys a plan does not hold."""
+    """Rebuild and freeze again, and the text of what the API gives, untouched: other
+    producers' keys ride along in the rebuilt plan (SPEC §2b), nothing is copied here."""
     impl = IMPLEMENTATIONS[implementation]
     plan = impl.rebuild_live_plan_from_meta(meta, strict=strict)
-    again = impl.freeze_plan(plan)
-    # The plan carries the plan; other producers' keys ride along in the CodegenMeta.
-    again.extra = meta.extra
-    again.parallel_dims = {**meta.parallel_dims, **again.parallel_dims}
-    return meta_to_json(again)
+    return meta_to_json(impl.freeze_plan(plan))
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
@@ -244,6 +241,41 @@ def test_shared_fixture_param_plan_and_rules_come_back(implementation: str) -> N
     document = json.loads(path.read_text())
     document["injections"].sort(key=lambda rule: rule["match"])
     assert meta_to_json(again) == json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def test_shared_fixture_keeps_every_other_producer_key_through_the_public_api(
+    tmp_path: Path,
+) -> None:
+    """freeze_plan(rebuild_plan(load_meta(f))) as a user calls it: the 16 top-level keys
+    and the 5 parallel_dims keys no row owns come back unchanged, named here by hand."""
+    path = shared_fixture(QWEN3_MOE)
+    out = tmp_path / QWEN3_MOE
+    dump_meta(shardplan.freeze_plan(shardplan.rebuild_plan(load_meta(path))), out)
+    before, after = json.loads(path.read_text()), json.loads(out.read_text())
+    others = [
+        "boundary_classes", "codegen_version", "covered", "entrypoints",
+        "external_state_classes", "model_class", "model_name", "module_overrides",
+        "not_covered", "outputs", "remote_siblings", "signature", "skipped_overrides",
+        "source", "yaml_path", "yaml_sha256",
+    ]  # fmt: skip
+    assert {key: after[key] for key in others} == {key: before[key] for key in others}
+    assert after["parallel_dims"] == before["parallel_dims"]
+    assert sorted(set(before["parallel_dims"]) - {"loss_parallel", "sequence_parallel"}) == [
+        "cp_size", "dp_size", "ep_size", "pp_size", "tp_size",
+    ]  # fmt: skip
+    assert set(after) == set(before)
+    # The size differs by the fixture's missing trailing newline alone (rules come back
+    # ordered by match, the same rules).
+    assert len(out.read_bytes()) == len(path.read_bytes()) + 1
+
+
+def test_shared_fixture_loss_parallel_true_rebuilds_true() -> None:
+    """The upstream planner's own rebuild drops it (a rebuilt plan says False)."""
+    plan = shardplan.rebuild_plan(load_meta(shared_fixture(QWEN3_MOE)))
+    assert plan.loss_parallel is True and plan.sequence_parallel is True
+    assert plan.other_keys["parallel_dims"]["tp_size"] == json.loads(
+        shared_fixture(QWEN3_MOE).read_text()
+    )["parallel_dims"]["tp_size"]
 
 
 def test_a_target_kwarg_float_survives_the_corpus_round_trip() -> None:
