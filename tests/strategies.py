@@ -6,8 +6,11 @@ with one random defect planted somewhere in their JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import random
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -16,9 +19,14 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan import reference
+from shardplan.convert import kinds
 from shardplan.convert.placement_text import REDUCE_OPS
 from shardplan.convert.targets import Target
+from shardplan.errors import FreezeError, MetaError
+from shardplan.table.format import GROUP_EXEMPT, GROUP_OTHERS, GROUP_PLAN
+from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from shardplan.table.spec_fields import SPEC_FIELDS
 
 
 # (str, Enum), not StrEnum: the spelling planners use, which freeze must read.
@@ -51,16 +59,6 @@ names = st.one_of(
 )
 
 
-@st.composite
-def named_placements(draw: st.DrawFn) -> dict[Any, Any]:
-    """``{axis: placement}`` with each axis once, keyed by a str or by its Enum member."""
-    axes = draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))
-    return {(MeshAxis(axis) if draw(st.booleans()) else axis): draw(placements) for axis in axes}
-
-
-placement_tables = st.dictionaries(names, named_placements(), max_size=4)
-name_lists = st.one_of(st.lists(names, max_size=3), st.lists(names, max_size=3).map(tuple))
-
 json_scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -77,74 +75,21 @@ json_values = st.recursive(
 )
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
-targets = st.builds(
-    lambda path, kwargs: Target(path, **kwargs),
-    st.sampled_from(TARGET_PATHS),
-    st.dictionaries(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), json_values, max_size=3),
-)
-# Module-level callables that import back to themselves.
-importable_callables = st.sampled_from([json.dumps, json.loads, math.sqrt])
-
-# The three shapes of an injected placement (SPEC §4): a registry name, a named placement
-# {axis: placement} (one level, the common case), a contract {name: {axis: placement}}.
-injected = st.one_of(
-    targets,
-    importable_callables,
-    st.sampled_from(["self", "flash_attn", "ep_dispatch", "first_input"]),
-    named_placements(),
-    placement_tables.filter(lambda table: "_target_" not in table),
-)
 
 
-@st.composite
-def specs(draw: st.DrawFn) -> ModuleShardingSpec:
-    """A spec with every field at its default, None, empty or filled."""
-    maybe = lambda strategy: draw(st.one_of(st.none(), strategy))  # noqa: E731
-    spec = ModuleShardingSpec(
-        params=maybe(placement_tables),
-        in_src=maybe(placement_tables),
-        in_dst=maybe(placement_tables),
-        out_src=maybe(placement_tables),
-        out_dst=maybe(placement_tables),
-        out_names=maybe(name_lists),
-        tp_divide_attrs=maybe(name_lists),
-        is_boundary=draw(st.booleans()),
-        region_dispatch=maybe(st.booleans()),
-        # The normalizer's marker is the bool True; planners write ints.
-        skip_source_lowering=maybe(st.one_of(st.integers(0, 3), st.booleans())),
-        inner_wrapper=maybe(injected),
-        inner_target=maybe(st.one_of(st.sampled_from(["self", "attn"]), st.integers(0, 3))),
-        inner_out_src=maybe(injected),
-        local_compute_fn=maybe(injected),
-        _ep_stack=draw(st.dictionaries(st.text(max_size=4), json_values, max_size=2)),
-        _ep_size=draw(st.integers(0, 8)),
-        # Exempt fields: runtime state freeze must ignore, whatever it holds.
-        _is_terminal=draw(st.booleans()),
-        _needs_cp_attn=draw(st.booleans()),
-        _resolved_inner_wrapper=draw(st.sampled_from([None, object(), len])),
-    )
-    spec._deferred_bias_params = draw(name_lists.map(tuple))
-    spec._tp_local_attr_plan = draw(st.sampled_from([None, {"heads": 4}, object()]))
-    return spec
+def specs() -> st.SearchStrategy[ModuleShardingSpec]:
+    """A spec with every field drawn from its kind's pool (default, None, empty or
+    filled); exempt fields hold whatever runtime state freeze must ignore."""
+    return st.randoms(use_true_random=False).map(random_spec)
 
 
 @st.composite
 def plans(draw: st.DrawFn, max_modules: int = 4) -> ShardingPlan:
-    """A plan of a few modules (FQNs unique) with random plan-level settings."""
+    """A plan of a few modules (FQNs unique, drawn) and a random plan level: each plan
+    field from its kind's pool, other producers' keys beside them."""
     fqns = draw(st.lists(names, unique=True, max_size=max_modules))
-    return ShardingPlan(
-        modules={fqn: draw(specs()) for fqn in fqns},
-        special_handlers=draw(st.dictionaries(names, names, max_size=2)),
-        # None: not recorded, as older producers write it (SPEC §8).
-        mesh_dim_names=draw(
-            st.one_of(
-                st.none(), st.lists(st.sampled_from(AXES), unique=True, max_size=4).map(tuple)
-            )
-        ),
-        tied_pairs=draw(st.lists(st.tuples(names, names), max_size=2)),
-        sequence_parallel=draw(st.booleans()),
-        loss_parallel=draw(st.booleans()),
-    )
+    rng = draw(st.randoms(use_true_random=False))
+    return _random_plan_of(rng, {fqn: draw(specs()) for fqn in fqns})
 
 
 # Values a planner might wrongly leave in a spec, by field: each must be a FreezeError.
@@ -303,51 +248,130 @@ def _random_injected(rng: Any) -> Any:
     return _random_table(rng)
 
 
-def random_spec(rng: Any) -> ModuleShardingSpec:
-    """A spec drawn from the same pools as ``specs()``, by a seeded Random."""
-    maybe = lambda make: make(rng) if rng.random() < 0.6 else None  # noqa: E731
-    spec = ModuleShardingSpec(
-        params=maybe(_random_table),
-        in_src=maybe(_random_table),
-        in_dst=maybe(_random_table),
-        out_src=maybe(_random_table),
-        out_dst=maybe(_random_table),
-        out_names=maybe(_random_names),
-        tp_divide_attrs=maybe(_random_names),
-        is_boundary=rng.random() < 0.5,
-        region_dispatch=maybe(lambda r: r.random() < 0.5),
-        skip_source_lowering=maybe(lambda r: r.choice([0, 1, 2, 3, True, False])),
-        inner_wrapper=maybe(_random_injected),
-        inner_target=maybe(lambda r: r.choice(["self", "attn", 0, 3])),
-        inner_out_src=maybe(_random_injected),
-        local_compute_fn=maybe(_random_injected),
-        _ep_stack={k: rng.choice(_JSON_POOL) for k in rng.sample(["a", "b", ""], rng.randrange(3))},
-        _ep_size=rng.randrange(9),
-        _is_terminal=rng.random() < 0.5,
-        _resolved_inner_wrapper=rng.choice([None, len]),
+# The live values of each freeze kind, by a seeded Random: the one place a kind's values
+# are described for the tests. Every row draws from its freeze kind's pool, keeping the
+# values its rebuild kind reads back (is_boundary: scalar, but only booleans), so a new
+# field is drawn with no edit here, and a new kind needs its pool (test_strategies.py).
+POOLS: dict[str, Callable[[Any], Any]] = {
+    "placement_map": _random_table,
+    "named_placements": _random_table,
+    "name_list": _random_names,
+    "attr_list": _random_names,
+    "scalar": lambda r: r.choice([True, False, 0, 3, 2.5, "s", ""]),
+    "value_to_dict": _random_injected,
+    "plain": lambda r: r.choice(["self", "attn", 0, 3, True]),
+    "dict_copy": lambda r: {
+        k: r.choice(_JSON_POOL) for k in r.sample(["a", "b", ""], r.randrange(3))
+    },
+    "int_truthy": lambda r: r.choice([0, 1, 2, 3, 8, True, False]),
+    "handler_map": lambda r: {
+        k: r.choice(_NAME_POOL) for k in r.sample(_NAME_POOL, r.randrange(3))
+    },
+    "opt_name_list": lambda r: None if r.random() < 0.2 else _random_axes(r),
+    "pair_list": lambda r: [
+        (r.choice(_NAME_POOL), r.choice(_NAME_POOL)) for _ in range(r.randrange(3))
+    ],
+    "bool": lambda r: r.random() < 0.5,
+}
+# Runtime state in exempt fields, which freeze must ignore whatever it holds.
+_EXEMPT_POOL: list[Any] = [None, True, {"heads": 4}, len]
+
+
+def _random_axes(rng: Any) -> Any:
+    return tuple(rng.sample(AXES, rng.randrange(5)))
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Each field's default value (a factory called), so a pool draws None only for a
+    field whose type admits it."""
+    return {
+        f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+    }
+
+
+_SPEC_DEFAULTS = _defaults(ModuleShardingSpec)
+_PLAN_DEFAULTS = _defaults(ShardingPlan)
+
+
+def _reads_back(row: Any, value: Any) -> bool:
+    """Whether a value of the row's freeze kind is one its rebuild kind gives back: the
+    pools are per freeze kind, a row pairs it with a rebuild kind."""
+    if not kinds.written(row.freeze, value):
+        return value is None or kinds.WRITTEN_WHEN[row.freeze] == "truthy"
+    if row.rebuild in kinds.READS_BACK.get(row.freeze, ()):
+        return True
+    try:
+        kinds.admit(kinds.REBUILD_KINDS[row.rebuild], kinds.FREEZE_KINDS[row.freeze](value, ""), "")
+    except (FreezeError, MetaError):
+        return False
+    return True
+
+
+def _draw_row(rng: Any, row: Any, defaults: dict[str, Any]) -> Any:
+    """None (where the field's default is None, so its type admits it) or a value of the
+    row's freeze kind's pool that its rebuild kind gives back."""
+    if defaults[row.name] is None and rng.random() < 0.3:
+        return None
+    pool = POOLS[row.freeze]
+    # A shrinking Hypothesis Random gives the same choice every time: after 20 draws, a
+    # Random of our own (seeded by the row) finds a value that reads back.
+    fallback = random.Random(row.name)
+    for attempt in range(60):
+        value = pool(rng if attempt < 20 else fallback)
+        if _reads_back(row, value):
+            return value
+    raise AssertionError(
+        f"tests/strategies.py: the pool of {row.freeze} gives no value {row.name} reads back"
     )
-    spec._deferred_bias_params = tuple(_random_names(rng))
+
+
+def random_spec(rng: Any) -> ModuleShardingSpec:
+    """A spec whose every field is drawn from its kind's pool by a seeded Random."""
+    values = {
+        row.name: _draw_row(rng, row, _SPEC_DEFAULTS)
+        for row in SPEC_FIELDS
+        if row.group != GROUP_EXEMPT
+    }
+    exempt = {
+        row.name: rng.choice(_EXEMPT_POOL) for row in SPEC_FIELDS if row.group == GROUP_EXEMPT
+    }
+    init = {f.name for f in dataclasses.fields(ModuleShardingSpec) if f.init}
+    spec = ModuleShardingSpec(**{k: v for k, v in {**values, **exempt}.items() if k in init})
+    for name, value in {**values, **exempt}.items():
+        if name not in init:
+            setattr(spec, name, value)
     return spec
 
 
-def random_plan(seed: int) -> ShardingPlan:
-    """A plan drawn from the same pools as ``plans()``; the seed replays it."""
-    import random
+def _random_other_keys(rng: Any) -> dict[str, Any]:
+    """Other producers' keys: at the top level, and beside the plan table's nested keys."""
+    other = {k: rng.choice(_JSON_POOL) for k in rng.sample(_OTHER_KEYS, rng.randrange(3))}
+    containers = {row.key.partition(".")[0] for row in PLAN_FIELDS if "." in row.key}
+    for container in sorted(containers):
+        if rng.random() < 0.5:
+            other[container] = {k: rng.choice(_JSON_POOL) for k in rng.sample(_OTHER_KEYS, 2)}
+    return other
 
+
+_OTHER_KEYS = ["codegen_version", "signature", "tp_size", "source", "é"]
+
+
+def _random_plan_of(rng: Any, modules: dict[str, ModuleShardingSpec]) -> ShardingPlan:
+    values = {
+        row.name: _draw_row(rng, row, _PLAN_DEFAULTS)
+        for row in PLAN_FIELDS
+        if row.group == GROUP_PLAN
+    }
+    others = {row.name: _random_other_keys(rng) for row in PLAN_FIELDS if row.group == GROUP_OTHERS}
+    return ShardingPlan(modules=modules, **values, **others)
+
+
+def random_plan(seed: int) -> ShardingPlan:
+    """A plan drawn from the kinds' pools; the seed replays it."""
     rng = random.Random(seed)
     fqns = rng.sample(_NAME_POOL + ["model.layers.0.mlp", "lm_head"], rng.randrange(5))
-    return ShardingPlan(
-        modules={fqn: random_spec(rng) for fqn in fqns},
-        special_handlers={
-            k: rng.choice(_NAME_POOL) for k in rng.sample(_NAME_POOL, rng.randrange(3))
-        },
-        mesh_dim_names=None if rng.random() < 0.2 else tuple(rng.sample(AXES, rng.randrange(5))),
-        tied_pairs=[
-            (rng.choice(_NAME_POOL), rng.choice(_NAME_POOL)) for _ in range(rng.randrange(3))
-        ],
-        sequence_parallel=rng.random() < 0.5,
-        loss_parallel=rng.random() < 0.5,
-    )
+    return _random_plan_of(rng, {fqn: random_spec(rng) for fqn in fqns})
 
 
 def plan_source() -> st.SearchStrategy[ShardingPlan]:
