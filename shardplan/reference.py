@@ -104,8 +104,9 @@ OTHERS_FIELD = rows_of_group(PLAN_FIELDS, GROUP_OTHERS)[0]
 # The keys the plan table owns (keys, aliases, retired keys), by the object they live in
 # ("" for the top level); the rest of the document rides along.
 _OWNED: dict[str, list[str]] = {"": []}
-for _key, _group in [(k, f.group) for f in (*PLAN_LEVEL_FIELDS, *DERIVED_FIELDS)
-                     for k in (f.key, *f.aliases)] + [(r.key, r.group) for r in PLAN_RETIRED_KEYS]:
+for _key, _group in [
+    (k, f.group) for f in (*PLAN_LEVEL_FIELDS, *DERIVED_FIELDS) for k in (f.key, *f.aliases)
+] + [(r.key, r.group) for r in PLAN_RETIRED_KEYS]:
     _outer, _inner = _split(_key)
     _OWNED.setdefault(_outer, []).append(_inner)
     if _outer and _outer not in _OWNED[""]:

@@ -28,15 +28,23 @@ from shardplan.staleness import require_generated
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
 require_generated("generated.meta")
-from generated.meta import CodegenMeta, check_meta  # noqa: E402
+from generated.meta import RENAMED, CodegenMeta, check_meta  # noqa: E402
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
 
 
 def meta_from_dict(data: object) -> CodegenMeta:
-    """Build a CodegenMeta from a decoded JSON document, checking top-level types."""
+    """Build a CodegenMeta from a decoded JSON document, checking top-level types. A key
+    under an older name (a row's alias) is read as the field's current name."""
     if not isinstance(data, dict):
         raise MetaError("", f"a codegen meta must be a JSON object, got {json_type(data)}")
+    for old, new in RENAMED.items():
+        if old in data:
+            if new in data:
+                raise MetaError(
+                    old, f"{old!r} is an older name of {new!r}, which is given too: keep one"
+                )
+            data = {(new if key == old else key): value for key, value in data.items()}
     known = {key: data[key] for key in KNOWN_KEYS if key in data}
     extra = {key: value for key, value in data.items() if key not in KNOWN_KEYS}
     meta = CodegenMeta(**known, extra=extra)

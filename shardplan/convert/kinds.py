@@ -550,7 +550,12 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "injection_target": {
         "shows": "Target object, registry name, named placement or contract",
         "schema": {
-            "anyOf": [{"type": ["string", "null"]}, {"$ref": "#/$defs/target"}, {"$ref": "#/$defs/named_placement", "not": {"required": ["_target_"]}}, {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}}],
+            "anyOf": [
+                {"type": ["string", "null"]},
+                {"$ref": "#/$defs/target"},
+                {"$ref": "#/$defs/named_placement", "not": {"required": ["_target_"]}},
+                {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}},
+            ],
         },
     },
     "dict_copy": {"shows": "object", "schema": {"type": ["object", "null"]}},
@@ -582,12 +587,23 @@ SCHEMA: dict[str, dict[str, Any]] = {
     },
 }
 
-# rebuild kind of a top-level plan key -> the annotation and default of its CodegenMeta
-# field (generated/meta.py): the JSON value as it is held in memory.
+# rebuild kind -> the annotation and default of a CodegenMeta field holding a top-level
+# key of that kind (generated/meta.py): the JSON value as it is held in memory.
 META_FIELD: dict[str, tuple[str, str]] = {
+    "placement_map": ("dict[str, dict[str, dict[str, str]]] | None", "None"),
+    "named_placements": ("dict[str, dict[str, dict[str, str]]] | None", "None"),
+    "name_list": ("list[str] | None", "None"),
+    "attr_list": ("list[str] | None", "None"),
+    "bool_default_true": ("bool | None", "None"),
+    "opt_scalar": ("str | int | float | bool | None", "None"),
+    "injection_target": ("Any", "None"),
+    "dict_copy": ("dict[str, Any] | None", "None"),
+    "int_truthy": ("int | None", "None"),
+    "tuple_empty": ("list[str] | None", "None"),
     "handler_map": ("dict[str, str]", "{}"),
     "opt_name_tuple": ("list[str] | None", "[]"),
     "pair_list": ("list[list[str]]", "[]"),
+    "bool_default_false": ("bool | None", "None"),
     # None: not given (a meta built in Python); freeze writes it, rebuild checks it if given.
     "sharded_params": ("list[str] | None", "None"),
 }
