@@ -216,3 +216,81 @@ def test_a_kind_s_own_macro_overrides_the_generic_layout(repo_copy: Path) -> Non
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
     assert "# _ep_stack: by its own macro" in freeze
     assert "by its own macro" not in (REPO / "generated" / "freeze.py").read_text()
+
+
+# ------------------------------------------------------------------ README "A new kind"
+
+
+def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing(
+    tmp_path: Path,
+) -> None:
+    """README "A new kind", followed as written in a copy, for a new field that uses it:
+    the kinds module (function and declarations) and the strategies' pool, then the
+    field and its row, `make codegen`, and the table-sensitive tests pass unedited."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers import copy_repo, run_in
+    from tests.test_add_a_field import _table_sensitive_tests
+
+    root = copy_repo(tmp_path / "repo")
+    for name in ("tests", "Makefile"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / name)
+    # The kind, in the kinds module alone: its function with the others, then its lines.
+    kinds_file = root / KINDS
+    section = "# ------------------------------------------------------------- what each kind means"
+    text = kinds_file.read_text()
+    assert text.count(section) == 1, "test setup: the declarations' section header moved"
+    kinds_file.write_text(text.replace(section, FUNCTION.strip("\n") + "\n\n\n" + section))
+    declare(root, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
+    declare(root, "READS_BACK", '"int_nonzero": ("int_truthy",)')
+    # Its pool of live values, for the properties.
+    declare_pool = root / "tests" / "strategies.py"
+    text = declare_pool.read_text()
+    anchor = "POOLS: dict[str, Callable[[Any], Any]] = {\n"
+    assert text.count(anchor) == 1
+    declare_pool.write_text(
+        text.replace(anchor, anchor + '    "int_nonzero": lambda r: r.randrange(4),\n')
+    )
+    # A new field that uses it.
+    spec = root / "shardplan" / "table" / "spec.py"
+    spec.write_text(
+        spec.read_text().replace(
+            "    _ep_size: int = 0\n", "    _ep_size: int = 0\n    warmup_steps: int | None = None\n"
+        )
+    )
+    replace(
+        root,
+        TABLE,
+        '              doc="The expert-parallel degree; absent means 0, no expert parallelism."),\n',
+        '              doc="The expert-parallel degree; absent means 0, no expert parallelism."),\n'
+        '    SpecField("warmup_steps", "warmup_steps", GROUP_INJECTIONS, "int_nonzero",'
+        ' "int_truthy", doc="Steps before the injection takes effect."),\n',
+    )
+    make = subprocess.run(
+        ["make", "-s", "codegen", "STAMP=", f"BIN={Path(sys.executable).parent}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert make.returncode == 0, make.stdout + make.stderr
+    freeze = (root / "generated" / "freeze.py").read_text()
+    assert 'freeze_int_nonzero(value, module_path(fqn) + ".warmup_steps")' in freeze
+    result = run_in(
+        root,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *_table_sensitive_tests(),
+        env={"HYPOTHESIS_PROFILE": "dev"},
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
