@@ -23,7 +23,6 @@ from shardplan.convert.placements import (
     parse_placement_table,
 )
 from shardplan.convert.targets import (
-    TARGET_KEY,
     Target,
     check_json_value,
     frozen_target,
@@ -39,6 +38,7 @@ from shardplan.errors import (
     key_path,
     shown,
 )
+from shardplan.table.format import TARGET_KEY
 
 # ---------------------------------------------------------------- freeze: spec -> meta
 

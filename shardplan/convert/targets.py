@@ -14,9 +14,8 @@ from typing import Any
 
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
+from shardplan.table.format import DOTTED_PATH_PATTERN, TARGET_KEY
 
-TARGET_KEY = "_target_"
-DOTTED_PATH_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+"
 _DOTTED_PATH_RE = re.compile(DOTTED_PATH_PATTERN)
 
 
