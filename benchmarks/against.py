@@ -1,0 +1,126 @@
+"""What users feel, here and at another commit, side by side in one run.
+
+    python -m benchmarks.against REV [--layers 2500] [--pairs 6] [--rounds 5]
+
+Writes (``dump_meta(freeze_plan(plan), path)``) and reads (``rebuild_plan(load_meta(path))``)
+the same Llama-style plan through the public API, collector on, in fresh processes: one
+on this checkout, one on REV checked out in a temporary git worktree, alternating pair by
+pair so that the machine's drift falls on both. Each process imports only its own tree
+(``python -S`` with that tree first on the path: an editable install of this checkout
+would otherwise stand in for REV). Prints medians in microseconds a module and the ratio
+now / REV; `make bench` reports against the hand-written floor instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE_PACKAGES = [
+    entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")
+]
+
+# Run in each tree. rebuild_plan is given an allow-list where it takes one: the plan's
+# Targets name the benchmark's own model package.
+_PROBE = r"""
+import inspect, json, statistics, sys, tempfile, time
+from pathlib import Path
+from benchmarks.plans import llama_plan
+from shardplan import api
+from shardplan.artifact.meta import dump_meta, load_meta
+layers, rounds = int(sys.argv[1]), int(sys.argv[2])
+plan = llama_plan(layers)
+path = Path(tempfile.mkdtemp()) / "codegen_meta.json"
+trust = {"allow_targets": ("models",)}
+if "allow_targets" not in inspect.signature(api.rebuild_plan).parameters:
+    trust = {}
+write, read = [], []
+for _ in range(rounds + 1):  # the first round warms caches and is dropped
+    start = time.perf_counter()
+    dump_meta(api.freeze_plan(plan), path)
+    middle = time.perf_counter()
+    api.rebuild_plan(load_meta(path), **trust)
+    end = time.perf_counter()
+    write.append(middle - start)
+    read.append(end - middle)
+print(json.dumps({"modules": len(plan.modules), "write": statistics.median(write[1:]),
+                  "read": statistics.median(read[1:])}))
+"""
+
+
+def _probe(tree: Path, layers: int, rounds: int) -> dict[str, Any]:
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), *SITE_PACKAGES])}
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", _PROBE, str(layers), str(rounds)],
+        cwd=tree,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"benchmark at {tree} failed:\n{result.stderr[-2000:]}")
+    measured: dict[str, Any] = json.loads(result.stdout)
+    return measured
+
+
+def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
+    """Medians over ``pairs`` alternating process pairs, each of ``rounds`` rounds."""
+    with tempfile.TemporaryDirectory(prefix="specgen-against-") as folder:
+        tree = Path(folder) / "tree"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(tree), rev],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            runs: dict[str, list[dict[str, Any]]] = {"now": [], rev: []}
+            for _ in range(pairs):
+                runs["now"].append(_probe(ROOT, layers, rounds))
+                runs[rev].append(_probe(tree, layers, rounds))
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+    modules = runs["now"][0]["modules"]
+    return {
+        "rev": rev,
+        "modules": modules,
+        **{
+            side: {d: statistics.median(r[d] for r in found) for d in ("write", "read")}
+            for side, found in runs.items()
+        },
+    }
+
+
+def report(results: dict[str, Any]) -> None:
+    rev, modules = results["rev"], results["modules"]
+    print(f"{modules} modules, public API, collector on; microseconds a module (medians)")
+    print(f"{'path':<6} {rev:>12} {'now':>12} {'now / ' + rev:>16}")
+    for direction in ("write", "read"):
+        before, now = results[rev][direction], results["now"][direction]
+        print(
+            f"{direction:<6} {before / modules * 1e6:12.2f} {now / modules * 1e6:12.2f} "
+            f"{now / before:16.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rev", help="the commit to compare with (e.g. main's last landing)")
+    parser.add_argument("--layers", type=int, default=2500, help="about 4 modules a layer")
+    parser.add_argument("--pairs", type=int, default=6, help="alternating process pairs")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds a process")
+    args = parser.parse_args()
+    report(compare(args.rev, args.layers, args.pairs, args.rounds))
+
+
+if __name__ == "__main__":
+    main()
