@@ -77,6 +77,9 @@ json_values = st.recursive(
 )
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
+# The module prefixes of every Target these strategies draw (callables included): what a
+# test rebuilding their metas trusts (SPEC §7, Trust).
+TARGET_PREFIXES = ("json", "math", "pkg", "my_models")
 targets = st.builds(
     lambda path, kwargs: Target(path, **kwargs),
     st.sampled_from(TARGET_PATHS),
