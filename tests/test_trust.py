@@ -20,12 +20,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardplan.artifact.meta import CodegenMeta, meta_from_dict
+from shardplan.artifact.meta import CodegenMeta, load_meta, meta_from_dict
 from shardplan.convert import trust
 from shardplan.convert.kinds import rebuild_injection_target
 from shardplan.convert.targets import Target
 from shardplan.errors import MetaError, UntrustedTarget
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from tests.helpers import QWEN3_MOE, shared_fixture
 from tests.implementations import use_both_implementations
 
 impl: Any = None
@@ -546,3 +547,18 @@ def test_a_path_is_admitted_exactly_when_allowed_and_not_always_refused(
     refused = any(".".join(parts[:n]) in trust.ALWAYS_REFUSED for n in range(1, len(parts) + 1))
     expected = is_allowed_as_stated(path, prefixes) and not dunder and not refused
     assert (trust.refusal(path, prefixes) is None) is expected
+
+
+# ------------------------------------------------------------ the upstream artifact
+
+
+def test_the_shared_fixture_round_trips_with_only_its_package_allowed() -> None:
+    meta = load_meta(shared_fixture(QWEN3_MOE))
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("hyper_parallel",))
+    again = impl.freeze_plan(plan)
+    assert json.dumps(again.param_plan, indent=2, sort_keys=True) == json.dumps(
+        meta.param_plan, indent=2, sort_keys=True
+    )
+    assert {r["match"]: r for r in again.injections} == {r["match"]: r for r in meta.injections}
+    with pytest.raises(UntrustedTarget, match="hyper_parallel"):
+        impl.rebuild_live_plan_from_meta(meta)
