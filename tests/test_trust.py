@@ -288,6 +288,8 @@ def test_a_dunder_segment_is_always_refused(path: str) -> None:
         ("shell", "posix.system"),
         ("bound", "functools.partial"),
         ("sub", "<module 'subprocess'"),
+        ("sub.run", "subprocess"),  # refused at the step through subprocess
+        ("bound.func", "functools.partial("),  # an instance is not stepped through
     ],
 )
 def test_a_re_export_does_not_launder_its_real_name(

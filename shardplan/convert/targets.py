@@ -54,17 +54,21 @@ class Target:
         """Import and return the callable (once; later calls reuse it).
 
         A Target rebuilt from an artifact is checked first against the allow-list it was
-        admitted under (its path may have been reassigned since), then the imported
-        object's own module: UntrustedTarget, and nothing is called, if it is not allowed.
+        admitted under (its path may have been reassigned since), then each module or
+        class the path steps through, then the imported object's own module:
+        UntrustedTarget, and nothing is called, if one is not allowed.
         """
         if self._resolved is None:
             allowed = self._allowed
             if allowed is None:
                 self._resolved = _import_path(self.path)
             else:
-                trust.check_path(self.path, allowed, self._place)
-                found = _import_path(self.path)
-                trust.check_resolved(self.path, found, allowed, self._place)
+                path, place = self.path, self._place
+                trust.check_path(path, allowed, place)
+                found = _import_path(
+                    path, lambda step: trust.check_step(path, step, allowed, place)
+                )
+                trust.check_resolved(path, found, allowed, place)
                 self._resolved = found
         return self._resolved
 
@@ -96,8 +100,10 @@ class Target:
         return f"Target({self.path!r}{extra})"
 
 
-def _import_path(path: str) -> Callable[..., Any]:
-    """Import ``package.module.attr.attr``: the longest importable module prefix, then attributes."""
+def _import_path(path: str, check_step: Callable[[Any], None] | None = None) -> Callable[..., Any]:
+    """Import ``package.module.attr.attr``: the longest importable module prefix, then
+    attributes. ``check_step``, if given, sees each object before an attribute is read
+    from it."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
@@ -111,6 +117,8 @@ def _import_path(path: str) -> Callable[..., Any]:
                 continue  # this prefix is not a module; try a shorter one
             raise
         for attr in parts[split:]:
+            if check_step is not None:
+                check_step(obj)
             obj = getattr(obj, attr)
         return obj  # type: ignore[no-any-return]
     raise ImportError(f"cannot import Target path {path!r}: no importable module prefix")

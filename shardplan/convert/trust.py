@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
+from types import ModuleType
 from typing import Any
 
 from shardplan.errors import UntrustedTarget, shown
@@ -253,6 +254,33 @@ def real_name(obj: Any) -> tuple[str | None, str]:
     if not isinstance(qualname, str):  # an instance: named after its class
         qualname = type(obj).__qualname__
     return module, f"{module}.{qualname}"
+
+
+def check_step(dotted: str, obj: Any, prefixes: tuple[str, ...], place: str) -> None:
+    """Raise UntrustedTarget at ``place`` unless ``obj``, which the path ``dotted`` steps
+    through, is a module or a class that really lives under an allowed prefix: an
+    attribute is read only from those (no other object's ``__getattr__`` runs)."""
+    if isinstance(obj, ModuleType):
+        module = obj.__name__
+    elif isinstance(obj, type):
+        module = obj.__module__
+    else:
+        raise UntrustedTarget(
+            place,
+            f"Target {dotted!r} steps through {shown(obj)}, which is neither a module nor a "
+            "class; nothing was called",
+            target=dotted,
+            real_name=shown(obj),
+        )
+    if not under_prefix(module, prefixes):
+        raise UntrustedTarget(
+            place,
+            f"Target {dotted!r} steps through {shown(obj)}, whose module {module!r} is not "
+            f"allowed (allow_targets={prefixes!r}): a re-export does not make it trusted; "
+            "nothing was called",
+            target=dotted,
+            real_name=module,
+        )
 
 
 def check_resolved(dotted: str, obj: Any, prefixes: tuple[str, ...], place: str) -> None:
