@@ -57,6 +57,7 @@ from shardplan.convert.kinds import (
     rebuild_tuple_empty,
     refuse_none,
 )
+from shardplan.convert.trust import begin_rebuild, end_rebuild
 from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
@@ -257,7 +258,18 @@ def _parsed(value: Any, fqn: str, key: str) -> Any:
     return rebuild_placement_map(value, f"{entry_path(fqn)}.{key}")
 
 
-def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+def rebuild_live_plan_from_meta(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+) -> ShardingPlan:
+    # Targets are admitted under allow_targets, as the generated code's caller does it.
+    token = begin_rebuild(allow_targets)
+    try:
+        return _rebuild(meta, strict)
+    finally:
+        end_rebuild(token)
+
+
+def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
     plan = _plan_shell(meta, strict)

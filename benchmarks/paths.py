@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import handwritten
-from benchmarks.plans import llama_plan
+from benchmarks.plans import TRUSTED_TARGETS, llama_plan
 from shardplan import api
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.meta import dump_meta, load_meta, meta_from_dict, meta_to_dict
@@ -45,7 +45,7 @@ def write_user(plan: ShardingPlan, path: Path) -> None:
 
 
 def read_user(path: Path) -> ShardingPlan:
-    return api.rebuild_plan(load_meta(path))
+    return api.rebuild_plan(load_meta(path), allow_targets=TRUSTED_TARGETS)
 
 
 def write_floor(plan: ShardingPlan, path: Path) -> None:
@@ -55,7 +55,7 @@ def write_floor(plan: ShardingPlan, path: Path) -> None:
 
 def read_floor(path: Path) -> ShardingPlan:
     meta = meta_from_dict(json.loads(path.read_bytes()))
-    return handwritten.rebuild_live_plan_from_meta(meta)
+    return handwritten.rebuild_live_plan_from_meta(meta, allow_targets=TRUSTED_TARGETS)
 
 
 @contextlib.contextmanager

@@ -48,9 +48,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
             for alias in row.aliases:
                 if not (nested and table.split(alias)[0]):
                     doc = f"Older name of {row.key!r}, still read: {row.doc}"
-                    props[alias] = _property(
-                        alias, doc, fragments[row.rebuild], deprecated=True
-                    )
+                    props[alias] = _property(alias, doc, fragments[row.rebuild], deprecated=True)
         for gone in table.retired:
             if gone.group == group and not (nested and table.split(gone.key)[0]):
                 props[gone.key] = {

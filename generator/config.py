@@ -195,9 +195,7 @@ def _tables(pyproject: Path, value: object) -> tuple[TableConfig, ...]:
                 f"{where}: filled_elsewhere must be a list of field names another table fills"
             )
         tables.append(
-            TableConfig(
-                name, section["rows"], section["retired"], section["class"], tuple(filled)
-            )
+            TableConfig(name, section["rows"], section["retired"], section["class"], tuple(filled))
         )
     return tuple(tables)
 

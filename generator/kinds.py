@@ -189,7 +189,9 @@ def read_kinds(root: Path, module: str) -> KindFacts:
         if kind not in absent:
             problems.append(f"{where}: SCHEMA[{kind!r}] names no rebuild kind in ABSENT")
         elif not isinstance(fragment, dict) or set(fragment) != {"shows", "schema"}:
-            problems.append(f'{where}: SCHEMA[{kind!r}] must be {{"shows": str, "schema": {{...}}}}')
+            problems.append(
+                f'{where}: SCHEMA[{kind!r}] must be {{"shows": str, "schema": {{...}}}}'
+            )
     for kind in sorted(set(absent) - set(meta_field)):
         problems.append(
             f"{where}: rebuild kind {kind!r} has no META_FIELD line: add (annotation, default) "

@@ -54,9 +54,7 @@ def _validated(
     return tables
 
 
-def load_validated_tables(
-    config: Config, loaded: tuple[LoadedTable, ...] | None = None
-) -> Tables:
+def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
     """Every table, validated against its class, the format, the kinds the kinds module
     declares and the names the generated code binds. ``loaded`` stands in for the
     configured tables (tests)."""

@@ -390,7 +390,9 @@ def _row_problems(
                 "under a key."
             )
         if role == OTHERS and not row.doc.strip():
-            problems.append('the row needs a one-line doc for the field reference.\n  Set doc="...".')
+            problems.append(
+                'the row needs a one-line doc for the field reference.\n  Set doc="...".'
+            )
         return problems
     if not row.doc.strip():
         problems.append(

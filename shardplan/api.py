@@ -22,8 +22,9 @@ for _name in GENERATED_MODULES:
 from generated.freeze import freeze_injections, freeze_param_plan
 from generated.freeze import freeze_plan as _freeze_plan
 from generated.meta import CodegenMeta
-from generated.rebuild import rebuild_live_plan_from_meta
+from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
 from shardplan.collector import pause_collector, resume_collector
+from shardplan.convert.trust import begin_rebuild, end_rebuild
 from shardplan.table.spec import ShardingPlan
 
 
@@ -38,13 +39,31 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
         resume_collector(was_enabled)
 
 
-def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
-    """Rebuild a live plan from a CodegenMeta; MetaError names any bad place.
+def rebuild_live_plan_from_meta(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+) -> ShardingPlan:
+    """The generated rebuild, admitting Targets only under ``allow_targets``.
+
+    ``allow_targets`` holds module prefixes the calling program trusts, matched at dot
+    boundaries (shardplan.convert.trust); a Target outside them is an UntrustedTarget (a
+    MetaError) naming its place, before anything is imported. The default admits none."""
+    token = begin_rebuild(allow_targets)
+    try:
+        return _generated_rebuild(meta, strict=strict)
+    finally:
+        end_rebuild(token)
+
+
+def rebuild_plan(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+) -> ShardingPlan:
+    """Rebuild a live plan from a CodegenMeta; MetaError names any bad place. Targets
+    are admitted only under ``allow_targets`` (rebuild_live_plan_from_meta).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
     was_enabled = pause_collector()
     try:
-        return rebuild_live_plan_from_meta(meta, strict=strict)
+        return rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)
     finally:
         resume_collector(was_enabled)
 

@@ -94,3 +94,18 @@ class ArtifactWriteError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+class UntrustedTarget(MetaError):
+    """A Target the calling program did not allow, or one no program may allow (SPEC §7).
+
+    Raised at rebuild, before anything is imported, or when the Target is first resolved
+    (its callable really lives outside the allowed prefixes), before anything is called.
+    ``path`` names the place in the artifact, ``target`` the dotted path it names and
+    ``real_name`` (at resolution) where the imported object really lives.
+    """
+
+    def __init__(self, path: str, message: str, *, target: str, real_name: str = "") -> None:
+        super().__init__(path, message)
+        self.target = target
+        self.real_name = real_name

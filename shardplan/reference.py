@@ -31,6 +31,7 @@ from shardplan.convert.kinds import (
     refuse_none,
     written,
 )
+from shardplan.convert.trust import begin_rebuild, end_rebuild
 from shardplan.errors import field_path
 from shardplan.table.format import (
     GROUP_DERIVED,
@@ -168,9 +169,20 @@ PARAM_PLAN_KEYS = accepted_keys(GROUP_PARAM_PLAN)
 INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
 
 
-def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+def rebuild_live_plan_from_meta(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+) -> ShardingPlan:
     """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
-    ``strict=False`` ignores them and nothing else."""
+    ``strict=False`` ignores them and nothing else. Targets are admitted only under
+    ``allow_targets``, module prefixes the caller trusts (shardplan.convert.trust)."""
+    token = begin_rebuild(allow_targets)
+    try:
+        return _rebuild(meta, strict)
+    finally:
+        end_rebuild(token)
+
+
+def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
     document = {**meta.extra, **{name: getattr(meta, name) for name in _plan_level_names()}}
@@ -209,6 +221,8 @@ def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> Sh
     return plan
 
 
-def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+def rebuild_plan(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+) -> ShardingPlan:
     """``rebuild_live_plan_from_meta``, under the public name ``shardplan.api`` gives it."""
-    return rebuild_live_plan_from_meta(meta, strict=strict)
+    return rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)

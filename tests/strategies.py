@@ -75,6 +75,9 @@ json_values = st.recursive(
 )
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
+# The module prefixes of every Target these strategies draw (callables included): what a
+# test rebuilding their metas trusts (SPEC §7, Trust).
+TARGET_PREFIXES = ("json", "math", "pkg", "my_models")
 
 
 def specs() -> st.SearchStrategy[ModuleShardingSpec]:

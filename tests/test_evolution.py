@@ -147,7 +147,10 @@ def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
     )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
-    assert "compatible: spec table: row added: grad_scale (key 'grad_scale', param_plan)" in result.stdout
+    assert (
+        "compatible: spec table: row added: grad_scale (key 'grad_scale', param_plan)"
+        in result.stdout
+    )
     schema = json.loads((repo_copy / "generated" / "codegen_meta.schema.json").read_text())
     assert "grad_scale" in schema["$defs"]["entry"]["properties"]
     assert "| `grad_scale` |" in (repo_copy / "generated" / "fields.md").read_text()

@@ -31,6 +31,9 @@ from tests import strategies
 from tests.helpers import QWEN3_MOE, shared_fixture, shared_fixture_or_none
 from tests.implementations import IMPLEMENTATIONS
 
+# What these tests trust: the drawn plans' Targets and the shared fixture's (SPEC §7).
+TRUSTED = (*strategies.TARGET_PREFIXES, "hyper_parallel")
+
 
 def outcome(call: Callable[[], Any], error: type[ValueError]) -> tuple[str, Any]:
     """("ok", result) or ("error", (path, message)): comparable across implementations."""
@@ -63,10 +66,16 @@ def plan_state(plan: ShardingPlan) -> Any:
 
 def rebuild_both(meta: CodegenMeta, strict: bool = True) -> tuple[Any, Any]:
     generated = outcome(
-        lambda: plan_state(api.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
+        lambda: plan_state(
+            api.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=TRUSTED)
+        ),
+        MetaError,
     )
     expected = outcome(
-        lambda: plan_state(reference.rebuild_live_plan_from_meta(meta, strict=strict)), MetaError
+        lambda: plan_state(
+            reference.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=TRUSTED)
+        ),
+        MetaError,
     )
     return generated, expected
 
@@ -90,7 +99,9 @@ def test_drawn_plans_freeze_alike_and_round_trip(plan: ShardingPlan) -> None:
     assert ordered(api.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
     assert ordered(api.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
     meta = shardplan.freeze_plan(plan)
-    assert meta_to_json(shardplan.freeze_plan(shardplan.rebuild_plan(meta))) == meta_to_json(meta)
+    assert meta_to_json(
+        shardplan.freeze_plan(shardplan.rebuild_plan(meta, allow_targets=TRUSTED))
+    ) == meta_to_json(meta)
 
 
 @settings(max_examples=max(settings().max_examples // 4, 500))
@@ -131,7 +142,7 @@ def test_freeze_of_rebuild_gives_back_the_same_meta_and_json_bytes(plan: Shardin
     """Law: for every meta M freeze can produce, freeze(rebuild(M)) == M with the same key
     order, so the JSON bytes are identical."""
     meta = shardplan.freeze_plan(plan)
-    again = shardplan.freeze_plan(shardplan.rebuild_plan(meta))
+    again = shardplan.freeze_plan(shardplan.rebuild_plan(meta, allow_targets=TRUSTED))
     assert ordered(again.param_plan) == ordered(meta.param_plan)
     assert ordered(again.injections) == ordered(meta.injections)
     assert meta_to_json(again) == meta_to_json(meta)
@@ -142,7 +153,7 @@ def test_a_read_artifact_refreezes_to_the_same_entries_and_rules(document: dict[
     """Through JSON (sorted keys), entries come back byte-identical and rules come back
     equal per module; only the order of rules follows the artifact's sorted module order."""
     meta = meta_from_json(json.dumps(document, indent=2, sort_keys=True))
-    again = shardplan.freeze_plan(shardplan.rebuild_plan(meta))
+    again = shardplan.freeze_plan(shardplan.rebuild_plan(meta, allow_targets=TRUSTED))
     assert json.dumps(again.param_plan, sort_keys=True) == json.dumps(
         meta.param_plan, sort_keys=True
     )
@@ -180,7 +191,9 @@ def expected_after_round_trip(spec: ModuleShardingSpec) -> dict[str, Any]:
     # no hand-written expectation here knows them, so the reference's reading stands in
     # (the differential properties check the generated code against it as well).
     one = ShardingPlan(modules={"m": spec})
-    read = reference.rebuild_live_plan_from_meta(reference.freeze_plan(one)).modules["m"]
+    read = reference.rebuild_live_plan_from_meta(
+        reference.freeze_plan(one), allow_targets=strategies.TARGET_PREFIXES
+    ).modules["m"]
     return {
         **{f.name: getattr(read, f.name) for f in SPEC_FIELDS if f.group != GROUP_EXEMPT},
         **{f.name: getattr(default, f.name) for f in SPEC_FIELDS if f.group == GROUP_EXEMPT},
@@ -208,7 +221,9 @@ def expected_after_round_trip(spec: ModuleShardingSpec) -> dict[str, Any]:
 def test_rebuild_of_freeze_restores_every_frozen_field(plan: ShardingPlan) -> None:
     """Law: rebuild(freeze(P)) equals P on every frozen field; exempt fields come back at
     their defaults; post_init fields are set after construction."""
-    rebuilt = shardplan.rebuild_plan(meta_from_json(meta_to_json(shardplan.freeze_plan(plan))))
+    rebuilt = shardplan.rebuild_plan(
+        meta_from_json(meta_to_json(shardplan.freeze_plan(plan))), allow_targets=TRUSTED
+    )
     assert list(rebuilt.modules) == sorted(plan.modules)  # the artifact's keys are sorted
     for fqn, spec in plan.modules.items():
         assert spec_state(rebuilt.modules[fqn]) == expected_after_round_trip(spec)
@@ -289,7 +304,7 @@ def test_reading_a_damaged_artifact_raises_only_meta_error_pointing_into_it(text
     """Fuzz: load + rebuild of any damaged document raises nothing but MetaError, and its
     path names a place that exists in the input."""
     try:
-        shardplan.rebuild_plan(meta_from_json(text))
+        shardplan.rebuild_plan(meta_from_json(text), allow_targets=TRUSTED)
     except MetaError as exc:
         try:
             document = json.loads(text)
@@ -320,7 +335,7 @@ def test_real_artifact_round_trips_through_both_implementations(
     fixture_meta: CodegenMeta, implementation: str
 ) -> None:
     module = freezer = IMPLEMENTATIONS[implementation]
-    plan = module.rebuild_live_plan_from_meta(fixture_meta)
+    plan = module.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
     assert json.dumps(freezer.freeze_param_plan(plan), sort_keys=True) == json.dumps(
         fixture_meta.param_plan, sort_keys=True
     )
@@ -331,7 +346,7 @@ def test_real_artifact_round_trips_through_both_implementations(
 def test_real_artifact_plan_level_fields_survive_freeze_plan_and_rebuild_plan(
     fixture_meta: CodegenMeta,
 ) -> None:
-    plan = shardplan.rebuild_plan(fixture_meta)
+    plan = shardplan.rebuild_plan(fixture_meta, allow_targets=TRUSTED)
     assert (plan.mesh_dim_names, plan.loss_parallel, plan.sequence_parallel) == (
         ("cp", "tp"),
         True,

@@ -317,7 +317,10 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         '[tool.specgen] output = "../outside" points outside the project',
     ),
     "table module that calls sys.exit": (
-        _table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)'),
+        _table(
+            'GROUPS = TABLE_GROUPS["spec"]',
+            'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)',
+        ),
         "importing the table module 'shardplan.table.spec_fields' called sys.exit(3); it must only "
         "define data: remove the exit from the module's top level",
     ),

@@ -261,7 +261,8 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
     spec = root / "shardplan" / "table" / "spec.py"
     spec.write_text(
         spec.read_text().replace(
-            "    _ep_size: int = 0\n", "    _ep_size: int = 0\n    warmup_steps: int | None = None\n"
+            "    _ep_size: int = 0\n",
+            "    _ep_size: int = 0\n    warmup_steps: int | None = None\n",
         )
     )
     replace(

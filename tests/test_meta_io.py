@@ -15,6 +15,8 @@ from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from
 from shardplan.convert.targets import Target
 from tests.helpers import QWEN3_MOE, shared_fixture
 
+TRUSTED = ("hyper_parallel",)  # the package the shared fixture's Targets name
+
 
 @pytest.fixture(scope="module")
 def fixture_text() -> str:
@@ -42,7 +44,9 @@ def test_fixture_loads_with_its_plan_and_settings(fixture_meta: CodegenMeta) -> 
 def test_fixture_rebuild_then_freeze_gives_the_same_param_plan_bytes(
     fixture_meta: CodegenMeta,
 ) -> None:
-    refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
+    refrozen = reference.freeze_plan(
+        reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
+    )
     assert json.dumps(refrozen.param_plan, sort_keys=True) == json.dumps(
         fixture_meta.param_plan, sort_keys=True
     )
@@ -52,26 +56,30 @@ def test_fixture_rebuild_then_freeze_gives_the_same_param_plan_bytes(
 def test_fixture_rebuild_then_freeze_gives_the_same_injection_rules(
     fixture_meta: CodegenMeta,
 ) -> None:
-    refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
+    refrozen = reference.freeze_plan(
+        reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
+    )
     assert rules_by_match(refrozen.injections) == rules_by_match(fixture_meta.injections)
 
 
 def test_fixture_rebuild_then_freeze_gives_the_same_frozen_sharded_params(
     fixture_meta: CodegenMeta,
 ) -> None:
-    refrozen = reference.freeze_plan(reference.rebuild_live_plan_from_meta(fixture_meta))
+    refrozen = reference.freeze_plan(
+        reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
+    )
     assert refrozen.frozen_sharded_params == fixture_meta.frozen_sharded_params
 
 
 def test_fixture_rebuild_keeps_the_negative_shard_dim_text(fixture_meta: CodegenMeta) -> None:
-    plan = reference.rebuild_live_plan_from_meta(fixture_meta)
+    plan = reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
     refrozen = reference.freeze_param_plan(plan)
     assert refrozen["lm_head"]["out_src"] == fixture_meta.param_plan["lm_head"]["out_src"]
     assert "S(-1)" in json.dumps(refrozen["lm_head"])
 
 
 def test_fixture_rebuild_does_not_import_the_injected_targets(fixture_meta: CodegenMeta) -> None:
-    plan = reference.rebuild_live_plan_from_meta(fixture_meta)
+    plan = reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
     wrapper = plan.modules["model.layers.0.self_attn"].inner_wrapper
     assert isinstance(wrapper, Target)
     assert wrapper.path.startswith("hyper_parallel.")
@@ -79,7 +87,8 @@ def test_fixture_rebuild_does_not_import_the_injected_targets(fixture_meta: Code
 
 
 def test_fixture_rebuilt_compute_fn_keeps_its_kwargs(fixture_meta: CodegenMeta) -> None:
-    spec = reference.rebuild_live_plan_from_meta(fixture_meta).modules["model.layers.0.mlp"]
+    plan = reference.rebuild_live_plan_from_meta(fixture_meta, allow_targets=TRUSTED)
+    spec = plan.modules["model.layers.0.mlp"]
     assert isinstance(spec.local_compute_fn, Target)
     assert spec.local_compute_fn.kwargs == {"use_grouped_gemm": True}
     assert spec._ep_size == 2
@@ -196,7 +205,8 @@ def test_rebuild_does_not_import_an_importable_target_module(
         param_plan={"m": {}},
         injections=[{"match": "m", "inner_wrapper": {"_target_": f"{module}.wrap"}}],
     )
-    wrapper = reference.rebuild_live_plan_from_meta(meta).modules["m"].inner_wrapper
+    plan = reference.rebuild_live_plan_from_meta(meta, allow_targets=(module,))
+    wrapper = plan.modules["m"].inner_wrapper
     assert module not in sys.modules
     assert isinstance(wrapper, Target) and wrapper(7) == 7
     sys.modules.pop(module)

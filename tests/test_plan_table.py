@@ -22,7 +22,9 @@ SPEC = "shardplan/table/spec.py"
 PLAN_TABLE = "shardplan/table/plan_fields.py"
 # Where a new ShardingPlan field and its row go: after loss_parallel, as README says.
 LAST_PLAN_SETTING = "    loss_parallel: bool = False\n"
-LOSS_PARALLEL_ROW = '              doc="Whether the loss is computed on vocabulary-sharded logits."),\n'
+LOSS_PARALLEL_ROW = (
+    '              doc="Whether the loss is computed on vocabulary-sharded logits."),\n'
+)
 PIPELINE_FIELD = "    pipeline_stages: int = 1\n"
 PIPELINE_ROW = (
     '    SpecField("pipeline_stages", "pipeline_stages", GROUP_PLAN, "scalar", "opt_scalar",\n'

@@ -23,6 +23,9 @@ from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 from tests.implementations import IMPLEMENTATIONS
 
+# The packages the corpus and the shared fixture name Targets of: what these tests trust.
+PRODUCERS = ("deepseek_planner", "hyper_parallel")
+
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:
     """A canonical artifact text, as SPEC §8 defines the format. Entries carry
@@ -44,7 +47,7 @@ def refreeze(meta: CodegenMeta, implementation: str, *, strict: bool = True) -> 
     """Rebuild and freeze again, and the text of what the API gives, untouched: other
     producers' keys ride along in the rebuilt plan (SPEC §2b), nothing is copied here."""
     impl = IMPLEMENTATIONS[implementation]
-    plan = impl.rebuild_live_plan_from_meta(meta, strict=strict)
+    plan = impl.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=PRODUCERS)
     return meta_to_json(impl.freeze_plan(plan))
 
 
@@ -250,7 +253,8 @@ def test_shared_fixture_keeps_every_other_producer_key_through_the_public_api(
     and the 5 parallel_dims keys no row owns come back unchanged, named here by hand."""
     path = shared_fixture(QWEN3_MOE)
     out = tmp_path / QWEN3_MOE
-    dump_meta(shardplan.freeze_plan(shardplan.rebuild_plan(load_meta(path))), out)
+    rebuilt = shardplan.rebuild_plan(load_meta(path), allow_targets=PRODUCERS)
+    dump_meta(shardplan.freeze_plan(rebuilt), out)
     before, after = json.loads(path.read_text()), json.loads(out.read_text())
     others = [
         "boundary_classes", "codegen_version", "covered", "entrypoints",
@@ -271,16 +275,17 @@ def test_shared_fixture_keeps_every_other_producer_key_through_the_public_api(
 
 def test_shared_fixture_loss_parallel_true_rebuilds_true() -> None:
     """The upstream planner's own rebuild drops it (a rebuilt plan says False)."""
-    plan = shardplan.rebuild_plan(load_meta(shared_fixture(QWEN3_MOE)))
+    plan = shardplan.rebuild_plan(load_meta(shared_fixture(QWEN3_MOE)), allow_targets=PRODUCERS)
     assert plan.loss_parallel is True and plan.sequence_parallel is True
-    assert plan.other_keys["parallel_dims"]["tp_size"] == json.loads(
-        shared_fixture(QWEN3_MOE).read_text()
-    )["parallel_dims"]["tp_size"]
+    assert (
+        plan.other_keys["parallel_dims"]["tp_size"]
+        == json.loads(shared_fixture(QWEN3_MOE).read_text())["parallel_dims"]["tp_size"]
+    )
 
 
 def test_a_target_kwarg_float_survives_the_corpus_round_trip() -> None:
     meta = load_meta(next(p for p in CORPUS_FILES if p.name.startswith("deepseek")))
-    plan = shardplan.rebuild_plan(meta)
+    plan = shardplan.rebuild_plan(meta, allow_targets=PRODUCERS)
     compute = plan.modules["model.layers.3.mlp"].local_compute_fn
     assert compute == Target(
         "deepseek_planner.ep.grouped_gemm_expert_compute",

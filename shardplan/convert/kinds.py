@@ -14,7 +14,7 @@ from typing import Any
 
 from torch.distributed.tensor import Placement
 
-from shardplan.convert import placements
+from shardplan.convert import placements, trust
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.placements import (
     freeze_named_placement,
@@ -214,8 +214,10 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
 
     A freeze kind may write values its row's rebuild kind refuses (``scalar`` writes 1,
     ``bool_default_true`` reads only booleans). Freeze refuses them here, so everything it
-    writes can be rebuilt (SPEC §4).
+    writes can be rebuilt (SPEC §4). A Target read back here was built by the planner, in
+    Python: trusted code, so no allow-list applies (freezing is unchanged by trust).
     """
+    token = trust.begin_freeze_read_back()
     try:
         rebuild(frozen, path)
     except MetaError as exc:
@@ -223,6 +225,8 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
             exc.path,
             f"{described(frozen)} would be written, but rebuild refuses it " f"({exc.message})",
         ) from None
+    finally:
+        trust.end_rebuild(token)
     return frozen
 
 

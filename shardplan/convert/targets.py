@@ -1,7 +1,9 @@
 """Targets: module-level callables named by import path, carrying configuration (SPEC §7).
 
 A Target freezes to ``{"_target_": path, **kwargs}``. Resolution (the import) is lazy,
-so rebuilding an artifact never imports user code.
+so rebuilding an artifact never imports user code. A Target rebuilt from an artifact is
+admitted only under the calling program's allow-list, and checked again against it when
+first resolved (shardplan.convert.trust); one built in Python is trusted code.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from shardplan.convert import trust
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN, TARGET_KEY
@@ -23,10 +26,13 @@ class Target:
     """A callable named by its dotted import path, plus keyword configuration.
 
     Calling a Target imports the callable on first use and calls it with the stored
-    kwargs, overridden by the call's own.
+    kwargs, overridden by the call's own. A Target rebuilt from an artifact remembers the
+    allow-list it was admitted under and its place in the artifact (``_allowed``,
+    ``_place``); one built in Python has no allow-list (None) and resolves unchecked.
+    Neither takes part in equality, hashing or ``to_dict``.
     """
 
-    __slots__ = ("path", "kwargs", "_resolved")
+    __slots__ = ("path", "kwargs", "_resolved", "_allowed", "_place")
 
     def __init__(self, path: str, /, **kwargs: Any) -> None:
         if not isinstance(path, str) or not _DOTTED_PATH_RE.fullmatch(path):
@@ -40,11 +46,29 @@ class Target:
         self.path = path
         self.kwargs = kwargs
         self._resolved: Callable[..., Any] | None = None
+        self._allowed: tuple[str, ...] | None = None
+        self._place = ""
 
     def resolve(self) -> Callable[..., Any]:
-        """Import and return the callable (once; later calls reuse it)."""
+        """Import and return the callable (once; later calls reuse it).
+
+        A Target rebuilt from an artifact is checked first against the allow-list it was
+        admitted under (its path may have been reassigned since), then each module or
+        class the path steps through, then the imported object's own module:
+        UntrustedTarget, and nothing is called, if one is not allowed.
+        """
         if self._resolved is None:
-            self._resolved = _import_path(self.path)
+            allowed = self._allowed
+            if allowed is None:
+                self._resolved = _import_path(self.path)
+            else:
+                path, place = self.path, self._place
+                trust.check_path(path, allowed, place)
+                found = _import_path(
+                    path, lambda step: trust.check_step(path, step, allowed, place)
+                )
+                trust.check_resolved(path, found, allowed, place)
+                self._resolved = found
         return self._resolved
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -75,8 +99,10 @@ class Target:
         return f"Target({self.path!r}{extra})"
 
 
-def _import_path(path: str) -> Callable[..., Any]:
-    """Import ``package.module.attr.attr``: the longest importable module prefix, then attributes."""
+def _import_path(path: str, check_step: Callable[[Any], None] | None = None) -> Callable[..., Any]:
+    """Import ``package.module.attr.attr``: the longest importable module prefix, then
+    attributes. ``check_step``, if given, sees each object before an attribute is read
+    from it."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
@@ -90,6 +116,8 @@ def _import_path(path: str) -> Callable[..., Any]:
                 continue  # this prefix is not a module; try a shorter one
             raise
         for attr in parts[split:]:
+            if check_step is not None:
+                check_step(obj)
             obj = getattr(obj, attr)
         return obj  # type: ignore[no-any-return]
     raise ImportError(f"cannot import Target path {path!r}: no importable module prefix")
@@ -160,7 +188,12 @@ def frozen_target(target: Target, path: str) -> dict[str, Any]:
 
 
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
-    """Rebuild a Target from ``{"_target_": path, **kwargs}`` or raise MetaError."""
+    """Rebuild a Target from ``{"_target_": path, **kwargs}`` or raise MetaError.
+
+    Its path must be admitted by the allow-list of the rebuild in progress
+    (trust.begin_rebuild): else UntrustedTarget (a MetaError) at ``path``, before anything
+    is imported. Nested ``{"_target_": ...}`` objects in its kwargs stay plain data.
+    """
     dotted = data[TARGET_KEY]
     if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
         raise MetaError(
@@ -171,4 +204,12 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
         # JSON keys are strings; a meta built in Python may hold others, which ** refuses.
         if not isinstance(key, str):
             raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
-    return Target.from_dict(data)
+    scope = trust.current_scope()
+    allowed = scope.prefixes
+    if allowed is not None and dotted not in scope.admitted:
+        trust.check_path(dotted, allowed, path)
+        scope.admitted.add(dotted)
+    target = Target.from_dict(data)
+    target._allowed = allowed
+    target._place = path
+    return target

@@ -78,7 +78,8 @@ def worker(rank: int, port: int, out: Path) -> None:
     )
     try:
         mesh = init_device_mesh("cpu", (WORLD_SIZE,), mesh_dim_names=("tp",))
-        plan = shardplan.rebuild_plan(load_meta(out / ARTIFACT))
+        # The example plan names no Target, so the demo trusts none (SPEC §7, Trust).
+        plan = shardplan.rebuild_plan(load_meta(out / ARTIFACT), allow_targets=())
         saved = torch.load(out / MODEL_FILE)
         model = LlamaForCausalLM(LlamaConfig(**saved["config"])).eval()
         model.load_state_dict(saved["state_dict"])
