@@ -24,6 +24,7 @@ from generated.freeze import freeze_plan as _freeze_plan
 from generated.meta import CodegenMeta
 from generated.rebuild import rebuild_live_plan_from_meta
 from shardplan.collector import pause_collector, resume_collector
+from shardplan.errors import MetaError, check_argument
 from shardplan.table.spec import ShardingPlan
 
 
@@ -42,6 +43,8 @@ def rebuild_plan(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
     """Rebuild a live plan from a CodegenMeta; MetaError names any bad place.
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+    check_argument(strict, bool, "True or False", MetaError, "strict")
     was_enabled = pause_collector()
     try:
         return rebuild_live_plan_from_meta(meta, strict=strict)

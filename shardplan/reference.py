@@ -31,7 +31,7 @@ from shardplan.convert.kinds import (
     refuse_none,
     written,
 )
-from shardplan.errors import field_path
+from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
     GROUP_DERIVED,
     GROUP_INJECTIONS,
@@ -171,6 +171,8 @@ INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
 def rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
     """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
     ``strict=False`` ignores them and nothing else."""
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+    check_argument(strict, bool, "True or False", MetaError, "strict")
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
     document = {**meta.extra, **{name: getattr(meta, name) for name in _plan_level_names()}}
