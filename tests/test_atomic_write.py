@@ -211,6 +211,26 @@ def test_a_temporary_file_of_a_running_process_is_left_alone(target: Path) -> No
     assert others(target.parent, target) == [running.name]
 
 
+def test_a_file_with_this_processs_pid_that_none_of_its_threads_writes_is_removed(
+    target: Path,
+) -> None:
+    """A restarted container's writer often gets the pid its killed predecessor had."""
+    stale = target.parent / f".shardplan-{os.getpid()}-0123456789ab.tmp"
+    stale.write_bytes(b"half a fi")
+    dump_meta(meta(), target)
+    assert others(target.parent, target) == []
+
+
+def test_a_file_another_thread_of_this_process_writes_is_left_alone(
+    target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    busy = target.parent / f".shardplan-{os.getpid()}-0123456789ab.tmp"
+    busy.write_bytes(b"being written")
+    monkeypatch.setattr(atomic, "_IN_FLIGHT", {busy.name})
+    dump_meta(meta(), target)
+    assert others(target.parent, target) == [busy.name]
+
+
 @pytest.mark.parametrize(
     "name",
     [

@@ -106,8 +106,16 @@ def _existing_mode(path: Path, target: Path) -> int | None:
     return stat.S_IMODE(found.st_mode)
 
 
+# The temporary names this process's writers hold right now (any thread's): a file named
+# with this process's pid and not in here is a dead predecessor's (containers reuse pids).
+_IN_FLIGHT: set[str] = set()
+
+
 def _temp_name(folder: Path) -> Path:
-    return folder / f".shardplan-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+    """A new temporary name in ``folder``, registered in _IN_FLIGHT: discard it when done."""
+    name = f".shardplan-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+    _IN_FLIGHT.add(name)
+    return folder / name
 
 
 def _open_folder(folder: Path) -> int:
@@ -138,14 +146,17 @@ def _write_unnamed(folder: int, target: Path, data: bytes, mode: int | None) -> 
         fcntl.flock(fd, fcntl.LOCK_EX)  # before it has a name: no cleaner takes it
         _write_synced(fd, data, mode)
         name = _temp_name(target.parent)
-        # linkat(AT_SYMLINK_FOLLOW) through /proc needs no privilege; the dir_fd is what
-        # makes os.link call linkat (a plain link() would link the /proc entry itself).
-        os.link(f"/proc/self/fd/{fd}", name.name, dst_dir_fd=folder, follow_symlinks=True)
         try:
-            os.replace(name, target)  # right after the link: the only window a kill leaves
-        except BaseException:
-            name.unlink(missing_ok=True)
-            raise
+            # linkat(AT_SYMLINK_FOLLOW) through /proc needs no privilege; the dir_fd is what
+            # makes os.link call linkat (a plain link() would link the /proc entry itself).
+            os.link(f"/proc/self/fd/{fd}", name.name, dst_dir_fd=folder, follow_symlinks=True)
+            try:
+                os.replace(name, target)  # right after the link: the one window a kill leaves
+            except BaseException:
+                name.unlink(missing_ok=True)
+                raise
+        finally:
+            _IN_FLIGHT.discard(name.name)
     finally:
         os.close(fd)
     return True
@@ -155,7 +166,11 @@ def _write_named(target: Path, data: bytes, mode: int | None) -> None:
     """Write through a short named temporary file, renamed over ``target``."""
     name = _temp_name(target.parent)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(name, flags | getattr(os, "O_NOFOLLOW", 0), 0o666 if mode is None else 0o600)
+    try:
+        fd = os.open(name, flags | getattr(os, "O_NOFOLLOW", 0), 0o666 if mode is None else 0o600)
+    except BaseException:
+        _IN_FLIGHT.discard(name.name)
+        raise
     replaced = False
     try:
         try:
@@ -171,6 +186,7 @@ def _write_named(target: Path, data: bytes, mode: int | None) -> None:
     finally:
         if not replaced:
             name.unlink(missing_ok=True)
+        _IN_FLIGHT.discard(name.name)
 
 
 def _write_synced(fd: int, data: bytes, mode: int | None) -> None:
@@ -196,19 +212,26 @@ def _sync_folder(folder: int) -> None:
 
 def _remove_stale_temporaries(folder: Path) -> None:
     """Remove the temporary files of writers that died in ``folder``: named like ours,
-    unlocked, and stamped with a process id that no longer runs."""
+    unlocked, and stamped with a process id that no longer runs (or with this process's
+    id, but written by none of its threads)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return  # the write itself reports a folder it cannot use
     for entry in entries:
         match = _TEMP_NAME.fullmatch(entry.name)
-        if match and not _process_runs(int(match[1])):
+        if match and _writer_gone(int(match[1]), entry.name):
             _remove_if_unlocked(entry.path)
 
 
+def _writer_gone(pid: int, name: str) -> bool:
+    if pid == os.getpid():
+        return name not in _IN_FLIGHT
+    return not _process_runs(pid)
+
+
 def _process_runs(pid: int) -> bool:
-    if sys.platform == "win32" or pid == os.getpid():
+    if sys.platform == "win32":
         return True  # os.kill on Windows would end the process
     try:
         os.kill(pid, 0)
