@@ -68,9 +68,9 @@ def resume_collector(paused: bool) -> None:
         return
     _lock.acquire()
     try:
-        if _pauses == 1:  # restore before counting down: see pause_collector
-            if gc.get_threshold()[0] == 0:  # still ours; the threshold 0 counts nothing
-                _spare = (_pauses,)
+        if _pauses == 1:  # restore before counting down, as pause counts up first
+            if gc.get_threshold()[0] == 0:  # still ours (and at 0 no allocation collects)
+                _spare = (_pauses,)  # for the next pause to drop
                 gc.set_threshold(_saved[0])
         if _pauses > 0:
             _pauses -= 1
