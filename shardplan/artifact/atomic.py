@@ -10,7 +10,7 @@ A writer killed at any point (``kill -9`` included) leaves no temporary file beh
 * Elsewhere, or where the file system refuses ``O_TMPFILE``, the bytes go to a short
   named temporary file, removed on any failure.
 
-Either name is ``.shardplan-<pid>-<12 hex digits>.tmp`` (at most 36 characters, so a
+Either name is ``.shardplan-<pid>-<12 hex digits>.tmp`` (35 characters at most, so a
 target name of up to 255 characters still writes), and its writer holds a ``flock`` on
 it from before it has a name. Every write first removes such files in its folder whose
 lock is free and whose writer process is gone: what a killed writer left lives until
