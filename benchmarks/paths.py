@@ -58,6 +58,10 @@ def read_floor(path: Path) -> ShardingPlan:
     return handwritten.rebuild_live_plan_from_meta(meta, allow_targets=TRUSTED_TARGETS)
 
 
+def _no_pause() -> bool:
+    return False  # "no pause taken": resume_collector(False) does nothing
+
+
 @contextlib.contextmanager
 def no_pause() -> Iterator[None]:
     """The user path as it would run without shardplan.collector's pause."""
@@ -67,7 +71,7 @@ def no_pause() -> Iterator[None]:
         if name.startswith("shardplan") and hasattr(module, "pause_collector")
     ]
     for module, _ in patched:
-        module.pause_collector = gc.isenabled  # "was it on": then resume leaves it on
+        module.pause_collector = _no_pause
     try:
         yield
     finally:

@@ -25,6 +25,7 @@ from generated.meta import CodegenMeta
 from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.trust import begin_rebuild, end_rebuild
+from shardplan.errors import MetaError, check_argument
 from shardplan.table.spec import ShardingPlan
 
 
@@ -47,6 +48,8 @@ def rebuild_live_plan_from_meta(
     ``allow_targets`` holds module prefixes the calling program trusts, matched at dot
     boundaries (shardplan.convert.trust); a Target outside them is an UntrustedTarget (a
     MetaError) naming its place, before anything is imported. The default admits none."""
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+    check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
     try:
         return _generated_rebuild(meta, strict=strict)

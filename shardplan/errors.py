@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -58,6 +59,20 @@ def json_type(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     return f"Python {type(value).__name__}"
+
+
+def check_argument(
+    value: object,
+    kind: type | tuple[type, ...],
+    expected: str,
+    error: Callable[[str, str], ValueError],
+    name: str = "",
+) -> None:
+    """Refuse an argument of the wrong type with the public function's own error (MetaError
+    or FreezeError), naming it: ``strict: expected a bool, got str 'no'``; ``name`` is
+    left out for the main argument (``expected a CodegenMeta, got str 'nope'``)."""
+    if not isinstance(value, kind):
+        raise error("", f"{name + ': ' if name else ''}expected {expected}, got {described(value)}")
 
 
 class MetaError(ValueError):

@@ -32,7 +32,7 @@ from shardplan.convert.kinds import (
     written,
 )
 from shardplan.convert.trust import begin_rebuild, end_rebuild
-from shardplan.errors import field_path
+from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
     GROUP_DERIVED,
     GROUP_INJECTIONS,
@@ -175,6 +175,8 @@ def rebuild_live_plan_from_meta(
     """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
     ``strict=False`` ignores them and nothing else. Targets are admitted only under
     ``allow_targets``, module prefixes the caller trusts (shardplan.convert.trust)."""
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+    check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
     try:
         return _rebuild(meta, strict)

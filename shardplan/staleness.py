@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 
 
 class StaleGeneratedCode(ImportError):
@@ -34,14 +35,41 @@ def check_generated(module_file: str, digests: dict[str, str]) -> None:
 
 
 def require_generated(name: str) -> None:
-    """Raise MissingGeneratedCode naming the generated module ``name`` if it does not exist."""
+    """Raise MissingGeneratedCode naming the generated module ``name`` if it does not exist
+    in this checkout: the folder the ``shardplan`` package was imported from.
+
+    A module that would be loaded from elsewhere is refused too: with an editable install
+    of another checkout (`make bench --before REV` runs one in a git worktree), Python would
+    otherwise load that checkout's generated code without a word. Folders are compared
+    resolved.
+    """
+    folder = (Path(__file__).resolve().parents[1] / "generated").resolve()
+    file = f"{name.replace('.', '/')}.py"
+    for module in ("generated", name):  # the package first: another's is never run
+        found = _loaded_from(module)
+        if found is None:
+            raise MissingGeneratedCode(
+                f"{file} is missing: the generated code was never generated here, or was "
+                "deleted.\n  Run `make codegen` and commit generated/.",
+                name=name,
+            )
+        if found != folder:
+            raise MissingGeneratedCode(
+                f"{file} is missing in {folder.parent}, the checkout shardplan was imported "
+                f"from: Python would load the one in {found} instead.\n  Run `make codegen` "
+                f"in {folder.parent} and commit generated/.",
+                name=name,
+            )
+
+
+def _loaded_from(name: str) -> Path | None:
+    """The resolved folder module ``name`` would be loaded from; None if there is none."""
     try:
-        found = importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:  # the generated package itself is missing
-        found = False
-    if not found:
-        raise MissingGeneratedCode(
-            f"{name.replace('.', '/')}.py is missing: the generated code was never "
-            "generated here, or was deleted.\n  Run `make codegen` and commit generated/.",
-            name=name,
-        )
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # its package is missing
+        return None
+    if spec is None:
+        return None
+    if spec.origin is not None and spec.has_location:
+        return Path(spec.origin).resolve().parent
+    return Path(next(iter(spec.submodule_search_locations or ["."]))).resolve()  # a namespace

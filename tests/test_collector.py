@@ -1,4 +1,6 @@
-"""The collector pause: on inside the bulk calls, the caller's setting after them."""
+"""The collector pause: automatic collection off inside the bulk calls, the caller's
+setting after them. The pause sets the first threshold to 0 and never touches
+``gc.isenabled()`` (tests/test_collector_threads.py: why, with threads)."""
 
 from __future__ import annotations
 
@@ -19,18 +21,25 @@ from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 @pytest.fixture(autouse=True)
 def _restore_collector() -> Iterator[None]:
-    was = gc.isenabled()
+    was, thresholds = gc.isenabled(), gc.get_threshold()
     yield
     (gc.enable if was else gc.disable)()
+    gc.set_threshold(*thresholds)
+
+
+def automatic_collection_on() -> bool:
+    """What gc.isenabled() said before the pause changed mechanism: is a collection
+    started automatically when allocations pass the first threshold?"""
+    return gc.isenabled() and gc.get_threshold()[0] != 0
 
 
 def _seen_inside(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
-    """Record gc.isenabled() inside api's call of ``name``."""
+    """Record automatic_collection_on() inside api's call of ``name``."""
     seen: list[bool] = []
     original = getattr(api, name)
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        seen.append(gc.isenabled())
+        seen.append(automatic_collection_on())
         return original(*args, **kwargs)
 
     monkeypatch.setattr(api, name, spy)
@@ -39,27 +48,29 @@ def _seen_inside(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
 
 def test_paused_inside_and_restored_after() -> None:
     gc.enable()
-    was_enabled = pause_collector()
-    assert was_enabled and not gc.isenabled()
-    resume_collector(was_enabled)
-    assert gc.isenabled()
+    gc.set_threshold(700, 10, 10)
+    paused = pause_collector()
+    assert paused and not automatic_collection_on() and gc.isenabled()
+    resume_collector(paused)
+    assert automatic_collection_on() and gc.get_threshold() == (700, 10, 10)
 
 
 def test_a_caller_that_disabled_it_keeps_it_off() -> None:
     gc.disable()
-    was_enabled = pause_collector()
-    assert not was_enabled and not gc.isenabled()
-    resume_collector(was_enabled)
+    paused = pause_collector()
+    assert not automatic_collection_on()
+    resume_collector(paused)
     assert not gc.isenabled()
 
 
 def test_nested_pauses_restore_the_outer_setting() -> None:
     gc.enable()
+    thresholds = gc.get_threshold()
     outer = pause_collector()
     resume_collector(pause_collector())
-    assert not gc.isenabled()
+    assert not automatic_collection_on()
     resume_collector(outer)
-    assert gc.isenabled()
+    assert automatic_collection_on() and gc.get_threshold() == thresholds
 
 
 def test_freeze_plan_and_rebuild_plan_run_paused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,14 +81,14 @@ def test_freeze_plan_and_rebuild_plan_run_paused(monkeypatch: pytest.MonkeyPatch
     plan = api.rebuild_plan(meta)
     assert frozen_seen == [False] and rebuilt_seen == [False]
     assert plan.modules["m"].out_names == ["y"]
-    assert gc.isenabled()
+    assert automatic_collection_on()
 
 
 def test_a_refused_rebuild_restores_the_collector() -> None:
     gc.enable()
     with pytest.raises(MetaError):
         api.rebuild_plan(CodegenMeta(param_plan={"m": {"is_boundary": 1}}))
-    assert gc.isenabled()
+    assert automatic_collection_on()
 
 
 def test_load_meta_and_dump_meta_run_paused(
@@ -91,7 +102,7 @@ def test_load_meta_and_dump_meta_run_paused(
         original = getattr(meta_module, name)
 
         def spy(*args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            seen.append((_name, gc.isenabled()))
+            seen.append((_name, automatic_collection_on()))
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(meta_module, name, spy)
@@ -99,7 +110,7 @@ def test_load_meta_and_dump_meta_run_paused(
     meta_module.dump_meta(CodegenMeta(param_plan={"m": {}}), path)
     assert meta_module.load_meta(path).param_plan == {"m": {}}
     assert seen == [("meta_to_bytes", False), ("meta_from_dict", False)]
-    assert gc.isenabled()
+    assert automatic_collection_on()
 
 
 def test_pausing_starts_no_collection() -> None:
@@ -113,13 +124,14 @@ def test_pausing_starts_no_collection() -> None:
         if phase == "start":
             started.append(phase)
 
+    threshold = gc.get_threshold()[0]
     gc.collect()
-    was_enabled = pause_collector()
-    kept = [[index] for index in range(5 * gc.get_threshold()[0])]  # over the threshold
-    resume_collector(was_enabled)
+    paused = pause_collector()
+    kept = [[index] for index in range(5 * threshold)]  # over the threshold
+    resume_collector(paused)
     gc.callbacks.append(record)  # from here, nothing but the pause allocates
-    was_enabled = pause_collector()
-    resume_collector(was_enabled)
+    paused = pause_collector()
+    resume_collector(paused)
     gc.callbacks.remove(record)
     assert started == []
     assert len(kept) > gc.get_threshold()[0]
@@ -129,4 +141,4 @@ def test_a_refused_freeze_restores_the_collector() -> None:
     gc.enable()
     with pytest.raises(FreezeError):
         api.freeze_plan(ShardingPlan(modules={"m": ModuleShardingSpec(is_boundary=None)}))
-    assert gc.isenabled()
+    assert automatic_collection_on()

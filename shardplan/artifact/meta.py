@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
-from shardplan.errors import MetaError, json_type, key_path
+from shardplan.errors import MetaError, check_argument, json_type, key_path
 from shardplan.staleness import require_generated
 
 # The document's dataclass is generated from the tables (one field per top-level key the
@@ -54,6 +55,7 @@ def meta_from_dict(data: object) -> CodegenMeta:
 
 def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
     """The JSON document of ``meta``: the extra keys plus every known field."""
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_meta(meta)
     return {**meta.extra, **{key: getattr(meta, key) for key in KNOWN_KEYS}}
 
@@ -134,15 +136,21 @@ def _parse_strictly(text: str, source: str) -> object:
 
 def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
     """Parse codegen_meta.json text; any defect is a MetaError naming ``source``."""
+    check_argument(text, str, "JSON text, a str (load_meta reads a file)", MetaError)
+    check_argument(source, str, "a str", MetaError, "source")
     data = jsoncodec.decode(text)  # None unless text is canonical: then read strictly
     if data is None:
         data = _parse_strictly(text, source)
     return meta_from_dict(data)
 
 
+_PATH_TYPES = (str, os.PathLike)
+
+
 def load_meta(path: str | Path) -> CodegenMeta:
     """Read a codegen_meta.json file. Automatic garbage collection is paused for the call
     (shardplan.collector): the document is one container per JSON object."""
+    check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
     was_enabled = pause_collector()
     try:
         return _load_meta(Path(path))
@@ -155,6 +163,8 @@ def _load_meta(path: Path) -> CodegenMeta:
         raw = path.read_bytes()
     except OSError as exc:
         raise MetaError("", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise MetaError("", f"cannot read {str(path)!r}: {exc}") from None
     data = jsoncodec.decode(raw)  # None unless the file is canonical: then read strictly
     if data is None:
         try:
@@ -172,6 +182,8 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
+    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+    check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
     was_enabled = pause_collector()
     try:
         atomic_write_bytes(Path(path), meta_to_bytes(meta))
