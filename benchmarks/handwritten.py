@@ -23,6 +23,7 @@ from shardplan.artifact.plan_meta import (
     module_path,
     other_keys_of,
     rule_path,
+    rules_in_order,
 )
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.kinds import (
@@ -190,7 +191,7 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
             where = module_path(fqn) + "._ep_size"
             rule["ep_size"] = admit(rebuild_int_truthy, freeze_int_truthy(size, where), where)
         injections.append(rule)
-    return injections
+    return rules_in_order(injections)
 
 
 OWNED_KEYS = (

@@ -22,6 +22,10 @@ _PYTHON_TYPES = {
 }
 
 
+# What a key written only when truthy never holds: strict rebuild refuses these values.
+_FALSY = {"not": {"enum": [False, 0, "", [], {}]}}
+
+
 def _property(key: str, doc: str, fragment: dict[str, Any], **more: Any) -> dict[str, Any]:
     return {"title": key, "description": doc, **more, **fragment["schema"]}
 
@@ -30,6 +34,14 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
     JSON type as the reference shows it, and the properties of a group's keys."""
     fragments = kinds.schema
+
+    def row_property(row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
+        """A key's schema: its rebuild kind's fragment, and, where freeze writes the key only
+        when truthy, no falsy value (freeze would drop it: strict rebuild refuses it)."""
+        found = _property(key, doc, fragments[row.rebuild], **more)
+        if kinds.written_when[row.freeze] == "truthy":
+            found = {**found, "allOf": [_FALSY]}
+        return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:
         """The JSON Schema properties of ``group``'s keys (a nested key's inner part), with
@@ -43,7 +55,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         rows = table.group(group)
         for row in rows:
             if not (nested and table.split(row.key)[0]):
-                props[key_of(row.key)] = _property(row.key, row.doc, fragments[row.rebuild])
+                props[key_of(row.key)] = row_property(row, row.key, row.doc)
         for row in rows:
             for alias in row.aliases:
                 if not (nested and table.split(alias)[0]):
@@ -66,7 +78,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                 if row.group in table.top_level_groups and outer == container:
                     doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
                     extra = {} if key == row.key else {"deprecated": True}
-                    props[inner] = _property(key, doc, fragments[row.rebuild], **extra)
+                    props[inner] = row_property(row, key, doc, **extra)
         for gone in table.retired:
             outer, inner = table.split(gone.key)
             if gone.group in table.top_level_groups and outer == container:
@@ -78,11 +90,18 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
 
     def python_types(kind: str) -> str:
         """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
-        expression: what CodegenMeta's check admits before rebuild reads the value."""
-        names = fragments[kind]["schema"].get("type", [])
-        names = [names] if isinstance(names, str) else names
-        types = ", ".join(_PYTHON_TYPES[name] for name in names)
-        return f"({types},)" if len(names) == 1 and "," not in types else f"({types})"
+        expression: what CodegenMeta's check admits before rebuild reads the value ("" when
+        the fragment names no JSON type to check, e.g. an ``anyOf`` of references)."""
+        schema = fragments[kind]["schema"]
+        alternatives = schema.get("anyOf", [schema])
+        if not all("type" in alternative for alternative in alternatives):
+            return ""
+        names: list[str] = []
+        for alternative in alternatives:
+            found = alternative["type"]
+            names += [found] if isinstance(found, str) else found
+        types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
+        return f"({types},)" if "," not in types else f"({types})"
 
     return {
         "python_types": python_types,

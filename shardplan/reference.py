@@ -28,7 +28,9 @@ from shardplan.convert.kinds import (
     absent_value,
     admit,
     read_renamed,
+    refuse_falsy,
     refuse_none,
+    refuse_null,
     written,
 )
 from shardplan.convert.trust import begin_rebuild, end_rebuild
@@ -83,14 +85,14 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
 
 
 def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
-    """One rule per module with any injection written, in plan.modules order."""
+    """One rule per module with any injection written, ordered by match."""
     check_modules(plan)
     rules = []
     for fqn, spec in plan.modules.items():
         written = _freeze_fields(spec, INJECTION_SPEC_FIELDS, module_path(fqn))
         if written:
             rules.append({MATCH_KEY: fqn, **written})
-    return rules
+    return sorted(rules, key=lambda rule: rule[MATCH_KEY])
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -153,7 +155,7 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
 
 
 def _rebuild_fields(
-    obj: dict[str, Any], fields: tuple[SpecField, ...], path: str
+    obj: dict[str, Any], fields: tuple[SpecField, ...], path: str, strict: bool
 ) -> dict[str, Any]:
     values = {}
     for spec_field in fields:
@@ -162,6 +164,9 @@ def _rebuild_fields(
         values[spec_field.name] = (
             absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
         )
+        if strict and WRITTEN_WHEN[spec_field.freeze] == "truthy" and value is not None:
+            if not value:  # freeze would drop it: strict reads only what freeze writes
+                refuse_falsy(value, where)
     return values
 
 
@@ -195,6 +200,9 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         base = container if container else ""
         value, where = read_renamed(source, inner, spec_field.aliases, base)
         where = where.lstrip(".")
+        absent = absent_value(spec_field.rebuild)
+        if value is None and strict and absent is not None and inner in source:
+            refuse_null(absent, where)  # freeze writes the value, never null
         rebuild = REBUILD_KINDS[spec_field.rebuild]
         settings[spec_field.name] = (
             absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
@@ -203,9 +211,9 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     setattr(plan, OTHERS_FIELD.name, other_keys_of(document, OWNED_KEYS, NESTED_KEYS))
     for fqn, entry in meta.param_plan.items():
         entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
-        values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn))
+        values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict)
         index, rule = rules.get(fqn, (-1, {}))
-        values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index)))
+        values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index), strict))
         post_init = {
             f.name: values.pop(f.name)
             for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
@@ -217,7 +225,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         plan.modules[fqn] = spec
     for spec_field in DERIVED_FIELDS:
         value = document.get(spec_field.key)
-        if strict and value is not None:
+        if strict and value is not None:  # absent or null: recomputed by freeze
             check = REBUILD_KINDS[spec_field.rebuild]
             check(value, spec_field.key, meta.param_plan)  # type: ignore[call-arg]
     return plan

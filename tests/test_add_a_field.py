@@ -53,7 +53,7 @@ GRAD_SCALE = NewField(
     row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar", doc="Loss scale.")',
     after_row=(
         'SpecField("skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN,\n'
-        '              "int_truthy", "opt_scalar",\n'
+        '              "int_truthy", "int_or_true",\n'
         "              doc=\"A producer's marker (a truthy int or true): keep the module's source.\")"
     ),
 )

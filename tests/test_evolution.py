@@ -157,12 +157,13 @@ def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
 
 
 def test_allow_breaking_records_the_break_and_the_next_check_passes(repo_copy: Path) -> None:
+    before = lock(repo_copy)["breaks"]
     remove_region_dispatch(repo_copy)
     result = run_specgen(repo_copy, "generate", "--allow-breaking")
     assert result.returncode == 0, result.stderr
     breaks = lock(repo_copy)["breaks"]
-    assert isinstance(breaks, list) and len(breaks) == 1
-    assert "region_dispatch" in breaks[0]["change"]
+    assert isinstance(breaks, list) and breaks[: len(before)] == before  # kept, and one more
+    assert len(breaks) == len(before) + 1 and "region_dispatch" in breaks[-1]["change"]
     check = run_specgen(repo_copy, "check")
     assert check.returncode == 0, check.stdout + check.stderr
     # Recorded once: regenerating keeps the record and adds nothing.

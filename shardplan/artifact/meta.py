@@ -60,9 +60,31 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
     return {**meta.extra, **{key: getattr(meta, key) for key in KNOWN_KEYS}}
 
 
-# Deepest nesting the writer accepts: what the standard library's decoder reads back
-# well within the interpreter's recursion limit. Frozen values nest far less (json_values).
+# Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,
+# dump_meta writes again): what the standard library's decoder reads back well within the
+# interpreter's recursion limit. Frozen values nest far less (json_values.MAX_DEPTH).
 MAX_DOCUMENT_DEPTH = 500
+# In a canonical file (indent 2) a line this indented is nested MAX_DOCUMENT_DEPTH deep: the
+# only files the reader must walk to measure.
+_DEEP_LINE = b"\n" + b" " * (2 * MAX_DOCUMENT_DEPTH)
+
+
+def _refuse_deeper_than_written(document: object, source: str) -> None:
+    """MetaError for a document whose containers nest deeper than the writer writes (the
+    document itself is level 1): reading it, then writing it, would fail."""
+    containers = (dict, list)
+    stack: list[tuple[Any, int]] = [(document, 1)] if type(document) in containers else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DOCUMENT_DEPTH:
+            break
+        children = node.values() if type(node) is dict else node
+        stack.extend((child, depth + 1) for child in children if type(child) in containers)
+    else:
+        return
+    raise MetaError(
+        "", f"{source} nests deeper than {MAX_DOCUMENT_DEPTH} levels, more than the writer writes"
+    )
 
 
 def meta_to_bytes(meta: CodegenMeta) -> bytes:
@@ -141,6 +163,9 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
     data = jsoncodec.decode(text)  # None unless text is canonical: then read strictly
     if data is None:
         data = _parse_strictly(text, source)
+        _refuse_deeper_than_written(data, source)
+    elif _DEEP_LINE.decode() in text:
+        _refuse_deeper_than_written(data, source)
     return meta_from_dict(data)
 
 
@@ -172,6 +197,9 @@ def _load_meta(path: Path) -> CodegenMeta:
         except UnicodeDecodeError as exc:
             raise MetaError("", f"{path} is not UTF-8: {exc}") from None
         data = _parse_strictly(text, str(path))
+        _refuse_deeper_than_written(data, str(path))
+    elif _DEEP_LINE in raw:
+        _refuse_deeper_than_written(data, str(path))
     return meta_from_dict(data)
 
 

@@ -9,10 +9,10 @@ given the owned keys by the caller.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from shardplan.convert.json_values import TooDeep, json_copy, raise_if_unwritable
+from shardplan.convert.json_values import MAX_DEPTH, TooDeep, json_copy, raise_if_unwritable
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -104,12 +104,12 @@ def other_keys_of(
 ) -> dict[str, Any]:
     """A copy of the document's keys no row owns, as they nest in the file: top-level
     keys, and for each object in ``nested`` its own unowned keys (when it has any)."""
-    other = {key: _copied(value, key) for key, value in document.items() if key not in owned}
+    other = {key: _copied(value, key, 1) for key, value in document.items() if key not in owned}
     for container, keys in nested.items():
         inner = document.get(container)
         if isinstance(inner, dict):
             kept = {
-                key: _copied(value, key_path(container, key))
+                key: _copied(value, key_path(container, key), 2)
                 for key, value in inner.items()
                 if key not in keys
             }
@@ -118,11 +118,28 @@ def other_keys_of(
     return other
 
 
-def _copied(value: Any, path: str) -> Any:
+def _copied(value: Any, path: str, depth: int) -> Any:
+    # The bound freeze puts on other_keys (its containers count from other_keys itself:
+    # a top-level key's value is one level in, a nested object's key's value two).
     try:
-        return json_copy(value)
-    except TooDeep as exc:  # only a meta built in Python can hold a cycle
-        raise MetaError(path, f"the value {exc}; a JSON document cannot") from None
+        return json_copy(value, MAX_DEPTH - depth)
+    except TooDeep:
+        raise MetaError(
+            path,
+            f"the value nests deeper than freeze writes ({MAX_DEPTH} levels, counted from the document's top)",
+        ) from None
+
+
+def rules_in_order(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rules`` ordered by their ``match`` FQN (in place): the canonical order, the one a
+    rebuilt plan's modules come back in (the file's sorted keys), so the first write is
+    already what every later write gives."""
+    rules.sort(key=_match_of)
+    return rules
+
+
+def _match_of(rule: dict[str, Any]) -> str:
+    return rule[MATCH_KEY]  # type: ignore[no-any-return]
 
 
 def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:
@@ -135,18 +152,37 @@ def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:
 
 
 def check_entry(entry: object, fqn: str, known: Collection[str], strict: bool) -> dict[str, Any]:
-    """Check one param_plan entry is an object (and, if strict, has only known keys)."""
+    """Check one param_plan entry is an object (and, if strict, has only known keys and no
+    null: refuse_nulls)."""
     if not isinstance(entry, dict):
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
         check_keys(entry, known, entry_path(fqn))
+        refuse_nulls(entry, entry_path, fqn)
     return entry
+
+
+def refuse_nulls(obj: dict[str, Any], where: Callable[[Any], str], place: Any) -> None:
+    """Strict rebuild accepts only what freeze writes back, and no kind writes a null in an
+    entry or a rule (``is_boundary: null`` would come back ``true``). Lenient rebuild reads
+    a null as the key absent. ``where(place)`` is the object's path, built only for the
+    error."""
+    if None not in obj.values():
+        return  # the common case: one scan, no path built
+    for key, value in obj.items():
+        if value is None:
+            raise MetaError(
+                field_path(where(place), key),
+                f"{json_type(value)} {shown(value)} is never written here, so it would not "
+                "come back: leave the key out (strict=False reads it as absent)",
+            )
 
 
 def index_rules(
     meta: CodegenMeta, known: Collection[str], strict: bool
 ) -> dict[str, tuple[int, dict[str, Any]]]:
-    """Map each rule's ``match`` FQN to (index, rule), refusing orphans and duplicates."""
+    """Map each rule's ``match`` FQN to (index, rule), refusing orphans and duplicates (and,
+    if strict, unknown keys, nulls, and a rule with no injection: freeze writes none)."""
     rules: dict[str, tuple[int, dict[str, Any]]] = {}
     for index, rule in enumerate(meta.injections):
         path = rule_path(index)
@@ -167,5 +203,12 @@ def index_rules(
             )
         if strict:
             check_keys(rule, (MATCH_KEY, *known), path)
+            refuse_nulls(rule, rule_path, index)
+            if len(rule) == 1:
+                raise MetaError(
+                    path,
+                    "a rule with no injection is never written, so it would not come back: "
+                    "remove it (strict=False ignores it)",
+                )
         rules[fqn] = (index, rule)
     return rules

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from shardplan.errors import FreezeError, described, key_path, shown
+from shardplan.errors import FreezeError, MetaError, described, key_path, shown
 
 # Deepest nesting a value may have. The standard library's decoder recurses once a
 # level and stops near the interpreter's recursion limit (1000), and fast codecs stop
@@ -117,18 +117,25 @@ class TooDeep(ValueError):
     """A value nests deeper than ``json_copy`` follows (a cycle, built in Python, does)."""
 
 
-# How deep json_copy follows a value: what the artifact's reader reads back (meta.py).
-COPY_DEPTH = 500
-
-
-def json_copy(value: Any, depth: int = COPY_DEPTH) -> Any:
+def json_copy(value: Any, depth: int = MAX_DEPTH) -> Any:
     """A copy of a JSON value that shares no container with it (dicts and lists copied
-    all the way down; scalars are immutable). TooDeep past ``depth`` levels."""
+    all the way down; scalars are immutable). TooDeep for a value whose containers nest
+    ``depth`` levels or more: the bound find_unwritable puts on what freeze writes, so what
+    rebuild copies, freeze writes again."""
     kind = type(value)
     if kind is dict or kind is list:
         if depth == 0:
-            raise TooDeep(f"nests deeper than {COPY_DEPTH} levels")
+            raise TooDeep(f"nests deeper than {MAX_DEPTH} levels")
         if kind is dict:
             return {key: json_copy(item, depth - 1) for key, item in value.items()}
         return [json_copy(item, depth - 1) for item in value]
     return value
+
+
+def copied_json(value: Any, path: str) -> Any:
+    """``json_copy(value)`` for rebuild: a value nested deeper than freeze writes is a
+    MetaError at ``path`` (a document a reader takes in can nest that deep)."""
+    try:
+        return json_copy(value)
+    except TooDeep as exc:
+        raise MetaError(path, f"the value {exc}, which freeze never writes") from None

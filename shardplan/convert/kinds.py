@@ -15,7 +15,7 @@ from typing import Any
 from torch.distributed.tensor import Placement
 
 from shardplan.convert import placements, trust
-from shardplan.convert.json_values import frozen_strings
+from shardplan.convert.json_values import copied_json, frozen_strings, json_copy
 from shardplan.convert.placements import (
     freeze_named_placement,
     freeze_placement_table,
@@ -124,12 +124,12 @@ def freeze_value_to_dict(value: Any, path: str) -> Any:
 
 
 def freeze_dict_copy(value: Any, path: str) -> dict[str, Any]:
-    """A mapping with str keys and JSON values -> a dict."""
+    """A mapping with str keys and JSON values -> a copy sharing no container with it."""
     if not isinstance(value, Mapping):
         raise FreezeError(path, f"expected a mapping, got {described(value)}")
     copy = dict(value)
     check_json_value(copy, path)
-    return copy
+    return json_copy(copy)  # type: ignore[no-any-return]
 
 
 def freeze_int_truthy(value: Any, path: str) -> int:
@@ -209,6 +209,27 @@ def refuse_none(absent: Any, path: str) -> None:
     )
 
 
+def refuse_falsy(value: Any, path: str) -> None:
+    """Strict rebuild: a falsy value under a key freeze writes only when truthy
+    (``out_names: []``, ``ep_size: 0``) would be dropped when frozen again."""
+    raise MetaError(
+        path,
+        f"{json_type(value)} {shown(value)} is never written (freeze writes this key only "
+        "when truthy), so it would not come back: leave the key out (strict=False reads it "
+        "as absent)",
+    )
+
+
+def refuse_null(absent: Any, path: str) -> None:
+    """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
+    not ``mesh_dim_names``) would read back as ``absent`` and be written so."""
+    raise MetaError(
+        path,
+        f"null is never written here; it would come back as {absent!r}: write the value, "
+        "or leave the key out (strict=False reads null as absent)",
+    )
+
+
 def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
     """``frozen``, once the row's rebuild kind has read it back; else FreezeError at ``path``.
 
@@ -272,6 +293,15 @@ def rebuild_bool_default_true(value: Any, path: str) -> bool:
     return value
 
 
+def rebuild_int_or_true(value: Any, path: str) -> Any:
+    """An integer or a boolean, as it is: what ``int_truthy`` writes is a truthy int or
+    ``true`` (``1.5`` or ``"s"`` would not freeze again; a falsy one is refused by strict
+    rebuild, which knows the key is written only when truthy)."""
+    if isinstance(value, int):  # bool included
+        return value
+    raise MetaError(path, f"expected a non-zero integer or true, got {json_type(value)}")
+
+
 def rebuild_opt_scalar(value: Any, path: str) -> Any:
     """A JSON scalar (string, number or boolean), as it is."""
     if isinstance(value, (bool, int, float, str)):
@@ -323,10 +353,11 @@ def rebuild_injection_target(value: Any, path: str) -> Any:
 
 
 def rebuild_dict_copy(value: Any, path: str) -> dict[str, Any]:
-    """An object -> a copy of it."""
+    """An object -> a copy sharing no container with it, nested no deeper than freeze
+    writes (json_values.MAX_DEPTH)."""
     if not isinstance(value, dict):
         raise MetaError(path, f"expected an object, got {json_type(value)}")
-    return dict(value)
+    return copied_json(value, path)  # type: ignore[no-any-return]
 
 
 def rebuild_int_truthy(value: Any, path: str) -> int:
@@ -484,6 +515,7 @@ ABSENT: dict[str, str] = {
     "attr_list": "None",
     "bool_default_true": "True",
     "opt_scalar": "None",
+    "int_or_true": "None",
     "injection_target": "None",
     "dict_copy": "{}",
     "int_truthy": "0",
@@ -507,7 +539,7 @@ READS_BACK: dict[str, tuple[str, ...]] = {
     "plain": ("opt_scalar",),
     "value_to_dict": ("injection_target",),
     "dict_copy": ("dict_copy",),
-    "int_truthy": ("opt_scalar",),
+    "int_truthy": ("opt_scalar", "int_or_true"),
     "handler_map": ("handler_map",),
     "opt_name_list": ("opt_name_tuple",),
     "pair_list": ("pair_list",),
@@ -516,57 +548,56 @@ READS_BACK: dict[str, tuple[str, ...]] = {
 }
 
 # rebuild kind -> the JSON Schema fragment of the values strict rebuild accepts for a key
-# of that kind (null is absent, as rebuild reads it), and how generated/fields.md names
+# of that kind (null only where freeze writes it: mesh_dim_names; a derived key's null is
+# read as absent), and how generated/fields.md names
 # its JSON type ("shows"). The generator renders them into codegen_meta.schema.json;
 # tests/test_schema.py checks the schema's verdict against strict rebuild.
 SCHEMA: dict[str, dict[str, Any]] = {
     "placement_map": {
         "shows": "object: parameter -> named placement",
-        "schema": {
-            "type": ["object", "null"],
-            "additionalProperties": {"$ref": "#/$defs/named_placement"},
-        },
+        "schema": {"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
     },
     "named_placements": {
         "shows": "object: name -> named placement",
-        "schema": {
-            "type": ["object", "null"],
-            "additionalProperties": {"$ref": "#/$defs/named_placement"},
-        },
+        "schema": {"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
     },
     "name_list": {
         "shows": "array of strings",
-        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+        "schema": {"type": "array", "items": {"type": "string"}},
     },
     "attr_list": {
         "shows": "array of strings",
-        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+        "schema": {"type": "array", "items": {"type": "string"}},
     },
     "tuple_empty": {
         "shows": "array of strings",
-        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+        "schema": {"type": "array", "items": {"type": "string"}},
     },
-    "bool_default_true": {"shows": "boolean", "schema": {"type": ["boolean", "null"]}},
+    "bool_default_true": {"shows": "boolean", "schema": {"type": "boolean"}},
+    "int_or_true": {
+        "shows": "non-zero integer or true",
+        "schema": {"type": ["integer", "boolean"]},
+    },
     "opt_scalar": {
         "shows": "string, number or boolean",
-        "schema": {"type": ["string", "number", "boolean", "null"]},
+        "schema": {"type": ["string", "number", "boolean"]},
     },
     "injection_target": {
         "shows": "Target object, registry name, named placement or contract",
         "schema": {
             "anyOf": [
-                {"type": ["string", "null"]},
+                {"type": "string"},
                 {"$ref": "#/$defs/target"},
                 {"$ref": "#/$defs/named_placement", "not": {"required": ["_target_"]}},
                 {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}},
             ],
         },
     },
-    "dict_copy": {"shows": "object", "schema": {"type": ["object", "null"]}},
-    "int_truthy": {"shows": "integer", "schema": {"type": ["integer", "null"]}},
+    "dict_copy": {"shows": "object", "schema": {"type": "object"}},
+    "int_truthy": {"shows": "integer", "schema": {"type": "integer"}},
     "handler_map": {
         "shows": "object: FQN -> handler name",
-        "schema": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+        "schema": {"type": "object", "additionalProperties": {"type": "string"}},
     },
     "opt_name_tuple": {
         "shows": "array of strings, or null",
@@ -575,7 +606,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
     "pair_list": {
         "shows": "array of [FQN, FQN] pairs",
         "schema": {
-            "type": ["array", "null"],
+            "type": "array",
             "items": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -584,7 +615,7 @@ SCHEMA: dict[str, dict[str, Any]] = {
             },
         },
     },
-    "bool_default_false": {"shows": "boolean", "schema": {"type": ["boolean", "null"]}},
+    "bool_default_false": {"shows": "boolean", "schema": {"type": "boolean"}},
     "sharded_params": {
         "shows": "array of strings",
         "schema": {"type": ["array", "null"], "items": {"type": "string"}},
@@ -600,6 +631,7 @@ META_FIELD: dict[str, tuple[str, str]] = {
     "attr_list": ("list[str] | None", "None"),
     "bool_default_true": ("bool | None", "None"),
     "opt_scalar": ("str | int | float | bool | None", "None"),
+    "int_or_true": ("int | bool | None", "None"),
     "injection_target": ("Any", "None"),
     "dict_copy": ("dict[str, Any] | None", "None"),
     "int_truthy": ("int | None", "None"),
@@ -608,7 +640,7 @@ META_FIELD: dict[str, tuple[str, str]] = {
     "opt_name_tuple": ("list[str] | None", "[]"),
     "pair_list": ("list[list[str]]", "[]"),
     "bool_default_false": ("bool | None", "None"),
-    # None: not given (a meta built in Python); freeze writes it, rebuild checks it if given.
+    # None: not given (absent, or null): recomputed by freeze, not checked by rebuild.
     "sharded_params": ("list[str] | None", "None"),
 }
 

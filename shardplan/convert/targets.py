@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shardplan.convert import trust
-from shardplan.convert.json_values import raise_if_unwritable
+from shardplan.convert.json_values import copied_json, json_copy, raise_if_unwritable
 from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN, TARGET_KEY
 
@@ -184,7 +184,12 @@ def frozen_target(target: Target, path: str) -> dict[str, Any]:
         if not isinstance(name, str):
             raise FreezeError(path, f"Target kwarg name {shown(name)} must be a str")
         check_json_value(arg, field_path(path, name))
-    return target.to_dict()
+    # Copied: the meta shares no container with the live plan (mutating one after freeze
+    # leaves the other as it was).
+    return {
+        TARGET_KEY: target.path,
+        **{name: json_copy(arg) for name, arg in target.kwargs.items()},
+    }
 
 
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
@@ -209,7 +214,14 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     if allowed is not None and dotted not in scope.admitted:
         trust.check_path(dotted, allowed, path)
         scope.admitted.add(dotted)
-    target = Target.from_dict(data)
+    # The kwargs are copied (no container shared with the meta or another rebuild), and
+    # nest no deeper than freeze writes.
+    kwargs = {
+        key: copied_json(value, field_path(path, key))
+        for key, value in data.items()
+        if key != TARGET_KEY
+    }
+    target = Target(dotted, **kwargs)
     target._allowed = allowed
     target._place = path
     return target

@@ -46,7 +46,7 @@ SPEC_FIELDS: tuple[SpecField, ...] = (
               "name_list", "tuple_empty", post_init=True,
               doc="Biases added after the reduction instead of inside the sharded op."),
     SpecField("skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN,
-              "int_truthy", "opt_scalar",
+              "int_truthy", "int_or_true",
               doc="A producer's marker (a truthy int or true): keep the module's source."),
     SpecField("inner_wrapper", "inner_wrapper", GROUP_INJECTIONS,
               "value_to_dict", "injection_target",
