@@ -103,7 +103,8 @@ def _project_modules() -> list[str]:
 
 @contextmanager
 def project_imported_from(root: Path) -> Iterator[None]:
-    """Within the block, the project's packages (``PROJECT_PACKAGES``) import from ``root``.
+    """Within the block, the project's packages (``PROJECT_PACKAGES``) import from ``root``
+    (first on ``sys.path``, and the working folder).
 
     Every module of those packages is taken out of ``sys.modules`` before the block, so an
     import in it reads the copy's files (no bytecode is written, so an edit made within the
@@ -118,6 +119,7 @@ def project_imported_from(root: Path) -> Iterator[None]:
     sys.dont_write_bytecode = True
     importlib.invalidate_caches()
     try:
+        sys.path.insert(0, str(root))
         os.chdir(root)
         yield
     finally:
@@ -165,6 +167,29 @@ def run_specgen_here(root: Path, *args: str, root_option: bool = True) -> Ran:
         except Exception:
             traceback.print_exc()
             status = 1
+    return Ran(status, out.getvalue(), err.getvalue())
+
+
+def run_python_here(root: Path, option: str, code: str, *argv: str) -> Ran:
+    """``python -c code argv...`` in this process, in ``root``: the code runs with the copy's
+    project packages (project_imported_from), ``sys.argv`` as the interpreter would set it,
+    stdout and stderr captured, and an escaping exception printed as a traceback (status 1).
+    """
+    assert option == "-c", "run_python_here runs code given with -c; use run_in for others"
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv = sys.argv
+    status = 0
+    with project_imported_from(root), redirect_stdout(out), redirect_stderr(err):
+        sys.argv = ["-c", *argv]
+        try:
+            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.argv = saved_argv
     return Ran(status, out.getvalue(), err.getvalue())
 
 
