@@ -120,6 +120,39 @@ def test_an_output_no_longer_declared_is_reported_removed_never_wrote(repo_copy:
     assert not (repo_copy / "generated" / "rebuild.py").exists()
 
 
+@pytest.mark.parametrize("name", ["fields.md", "codegen_meta.schema.json"])
+def test_a_dropped_output_of_any_type_is_reported_by_check_and_removed_by_generate(
+    repo_copy: Path, name: str
+) -> None:
+    pyproject = repo_copy / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(f'    "{name}",\n', ""))
+    (repo_copy / "templates" / f"{name}.j2").unlink()
+    check = run_specgen_here(repo_copy, "check")
+    assert check.returncode == ExitStatus.DRIFT, check.stdout + check.stderr
+    assert f"generated/{name} is an orphan: it is not a declared output" in check.stderr
+    result = run_specgen_here(repo_copy)
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"specgen: removed generated/{name} (generated, but no longer a declared output)"
+        in result.stdout
+    )
+    assert not (repo_copy / "generated" / name).exists()
+    assert run_specgen_here(repo_copy, "check").returncode == ExitStatus.OK
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("notes.md", "# Our notes\n"), ("extra.json", '{"$comment": "written by hand"}\n')],
+)
+def test_a_json_or_md_file_without_our_header_is_neither_reported_nor_removed(
+    repo_copy: Path, name: str, text: str
+) -> None:
+    (repo_copy / "generated" / name).write_text(text)
+    assert run_specgen_here(repo_copy, "check").returncode == ExitStatus.OK
+    assert run_specgen_here(repo_copy).returncode == ExitStatus.OK
+    assert (repo_copy / "generated" / name).read_text() == text
+
+
 def test_a_failed_rename_puts_back_every_file_already_replaced(
     repo_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
