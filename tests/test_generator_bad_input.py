@@ -1,5 +1,5 @@
 """The generator's refusals of a bad table, template or configuration: exit 2, a message
-naming the place and the fix, and no file touched (docs/contract.md, "Bad input").
+naming the place and the fix, and no file touched (docs/contract.md §10).
 
 Every run is in this process (tests.helpers.run_specgen_here): no case needs a real one.
 """

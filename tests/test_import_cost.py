@@ -1,4 +1,5 @@
-"""Import cost (SPEC §11): the table, the spec and the artifact I/O never import torch."""
+"""Import cost (docs/contract.md §12): the table, the spec and the artifact I/O never import
+torch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Bad input (SPEC §9): every malformed meta is a MetaError whose ``.path`` and message name the place."""
+"""Bad input (docs/contract.md §10): every malformed meta is a MetaError whose ``.path`` and
+message name the place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plan level crosses the artifact through a table of its own (issue 17, SPEC §2b),
+"""The plan level crosses the artifact through a table of its own (issue 17, docs/contract.md §2b),
 rendered by the same generator mechanism as the spec table.
 
 Each case edits a throwaway copy of the repository, as a developer would (README "Adding a

@@ -1,4 +1,5 @@
-"""Trust (SPEC §7, issue #18): an artifact names only callables the calling program allowed.
+"""Trust (docs/contract.md §8, issue #18): an artifact names only callables the calling
+program allowed.
 
 Every test runs against both implementations (tests/implementations.py). The attacks
 are tried as an artifact would carry them; none may run, import or write anything.
