@@ -1,5 +1,8 @@
 """Import cost (docs/contract.md §12): the table, the spec and the artifact I/O never import
-torch."""
+torch.
+
+Real processes throughout: what an import imports is only seen in a fresh interpreter.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,9 @@ program allowed.
 
 Every test runs against both implementations (tests/implementations.py). The attacks
 are tried as an artifact would carry them; none may run, import or write anything.
+
+Real process: only the check that refusing nothing imports anything, which needs an
+interpreter that has not imported the dangerous modules already.
 """
 
 from __future__ import annotations
