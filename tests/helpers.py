@@ -110,7 +110,9 @@ def project_imported_from(root: Path) -> Iterator[None]:
     import in it reads the copy's files (no bytecode is written, so an edit made within the
     same second is never hidden by a stale .pyc), and taken out again after it; then the
     real checkout's modules, ``sys.path`` and the working folder are put back, so a test that
-    holds the real ``ModuleShardingSpec`` still sees the same class afterwards.
+    holds the real ``ModuleShardingSpec`` still sees the same class afterwards. Blocks do
+    not nest: the inner one's exit would drop what the outer one imported. Not thread-safe
+    (sys.modules, the working folder); pytest-xdist workers are processes, which is fine.
     """
     saved_modules = {name: sys.modules.pop(name) for name in _project_modules()}
     saved_path = sys.path[:]
