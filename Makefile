@@ -19,8 +19,12 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 venv: $(STAMP)
 
+# Two worker processes (pytest-xdist): this machine's two cores. TEST_WORKERS=0 runs the
+# suite in one process (what `pytest` alone does); the property depth is the same.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Regenerate generated/ from the field table and templates/ (never imports torch).
 codegen: $(STAMP)

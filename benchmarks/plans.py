@@ -16,7 +16,7 @@ R, S0, S1, PSUM = Replicate(), Shard(0), Shard(1), Partial("sum")
 SEQ = {"tp": S1, "dp": S0}  # activations: batch over dp, sequence over tp
 FULL = {"tp": R, "dp": S0}
 # What the benchmarks trust when they rebuild these plans' artifacts: the package their
-# Targets name (SPEC §7, Trust).
+# Targets name (docs/contract.md §8).
 TRUSTED_TARGETS = ("models",)
 
 

@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from black.mode import Mode, TargetVersion
 from black.parsing import InvalidInput
 
 import generator
-from generator.config import Config
+from generator.config import OUTPUT_NAME, Config
 from generator.errors import GeneratorError
 from generator.table import Tables
 
@@ -181,23 +182,42 @@ def _current(config: Config, name: str) -> bytes | None:
 
 
 def _orphans(config: Config, expected: dict[str, str]) -> list[str]:
-    """The ``*.py`` files of the output folder that are not declared outputs, sorted."""
+    """The files of the output folder that are not declared outputs, sorted: every ``*.py``
+    module (a stray module is importable, whoever wrote it), and every ``*.json`` or
+    ``*.md`` file that carries our header (another one may be the user's own)."""
     if not config.output.is_dir():
         return []
-    return sorted(p.name for p in config.output.glob("*.py") if p.name not in expected)
+    found = []
+    for path in config.output.iterdir():
+        if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
+            continue
+        if path.suffix == ".py" or _generated_by_us(path):
+            found.append(path.name)
+    return sorted(found)
+
+
+# How each file type carries the @generated marker at its top (see stamp()).
+_HEADERS = {
+    ".json": re.compile(rb'\{\s*"\$comment":\s*"' + re.escape(MARKER.encode())),
+    ".md": re.compile(rb"<!-- " + re.escape(MARKER.encode())),
+}
 
 
 def _generated_by_us(path: Path) -> bool:
-    """True when the file's first line carries the @generated marker; False if it is gone
-    (another run removed it first: that is fine, it was an orphan)."""
+    """True when the file starts with our header: the @generated marker on a module's first
+    line, a JSON file's first key "$comment" or a Markdown file's first HTML comment. False
+    if it is gone (another run removed it first: that is fine, it was an orphan)."""
     try:
         with path.open("rb") as file:
-            first_line = file.readline()
+            head = file.read(4096)
     except FileNotFoundError:
         return False
     except OSError:
         return False  # unreadable: not ours to remove
-    return MARKER.encode() in first_line
+    header = _HEADERS.get(path.suffix)
+    if header is not None:
+        return header.match(head) is not None
+    return MARKER.encode() in head.split(b"\n", 1)[0]
 
 
 def compare(config: Config, expected: dict[str, str]) -> Drift:

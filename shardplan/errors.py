@@ -112,7 +112,8 @@ class ArtifactWriteError(OSError):
 
 
 class UntrustedTarget(MetaError):
-    """A Target the calling program did not allow, or one no program may allow (SPEC §7).
+    """A Target the calling program did not allow, or one no program may allow
+    (docs/contract.md §8).
 
     Raised at rebuild, before anything is imported, or when the Target is first resolved
     (its callable really lives outside the allowed prefixes), before anything is called.

@@ -70,7 +70,7 @@ def _freeze_fields(
             absent_value(spec_field.rebuild) is not None
         ):
             # None means "absent" and must read back as None, or the plan would not come
-            # back (the truthy kinds' other falsy values normalise, as SPEC §5 says).
+            # back (the truthy kinds' other falsy values normalise, as docs/contract.md §6 says).
             refuse_none(absent_value(spec_field.rebuild), where)
     return frozen
 

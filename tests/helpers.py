@@ -1,5 +1,12 @@
-"""Test helpers: where the test data lives, a throwaway copy of the repository, and a
-way to run specgen and Python in it. Fixtures and Hypothesis profiles are in conftest.py.
+"""Test helpers: where the test data lives, a throwaway copy of the repository, the edits
+tests make to it, and two ways to run specgen in it. Fixtures and Hypothesis profiles are
+in conftest.py.
+
+Running the generator: ``run_specgen_here`` runs it in this test process (``run(argv)``),
+with the copy's project modules imported for the run and the real ones put back after:
+use it for table, template and configuration cases. ``run_specgen`` and ``run_in`` start
+a real ``python -S`` process: use them only for what needs one (another hash seed, what a
+fresh interpreter imports, concurrent runs, a script), and say why in the test module.
 
 ``../shared/fixtures`` (beside the repository) holds a real artifact written by another
 planner. CI has it; a clone without it must still pass, so every test that reads it
@@ -8,11 +15,18 @@ asks for it through ``shared_fixture``, which skips with the reason.
 
 from __future__ import annotations
 
+import importlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -77,6 +91,110 @@ def run_specgen(
     return run_in(root, "-m", "generator", "--root", str(root), *args, env=env)
 
 
+# The project's own packages, which a copy holds its own versions of. The generator is not
+# one of them: an in-process run always uses the real one (tests never edit a copy's).
+PROJECT_PACKAGES = ("shardplan", "generated")
+T = TypeVar("T")
+
+
+def _project_modules() -> list[str]:
+    return [name for name in sys.modules if name.partition(".")[0] in PROJECT_PACKAGES]
+
+
+@contextmanager
+def project_imported_from(root: Path) -> Iterator[None]:
+    """Within the block, the project's packages (``PROJECT_PACKAGES``) import from ``root``
+    (first on ``sys.path``, and the working folder).
+
+    Every module of those packages is taken out of ``sys.modules`` before the block, so an
+    import in it reads the copy's files (no bytecode is written, so an edit made within the
+    same second is never hidden by a stale .pyc), and taken out again after it; then the
+    real checkout's modules, ``sys.path`` and the working folder are put back, so a test that
+    holds the real ``ModuleShardingSpec`` still sees the same class afterwards. Blocks do
+    not nest: the inner one's exit would drop what the outer one imported. Not thread-safe
+    (sys.modules, the working folder); pytest-xdist workers are processes, which is fine.
+    """
+    saved_modules = {name: sys.modules.pop(name) for name in _project_modules()}
+    saved_path = sys.path[:]
+    saved_cwd = os.getcwd()
+    saved_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    importlib.invalidate_caches()
+    try:
+        sys.path.insert(0, str(root))
+        os.chdir(root)
+        yield
+    finally:
+        for name in _project_modules():
+            del sys.modules[name]
+        sys.modules.update(saved_modules)
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)
+        sys.dont_write_bytecode = saved_bytecode
+        importlib.invalidate_caches()
+
+
+def call_in(root: Path, function: Callable[[], T]) -> T:
+    """``function()``, with the project's packages imported from ``root`` (see above)."""
+    with project_imported_from(root):
+        return function()
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a run gave, named as subprocess.CompletedProcess names it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_specgen_here(root: Path, *args: str, root_option: bool = True) -> Ran:
+    """Run the generator's command line in this process, in ``root`` (its working folder).
+
+    ``generator.__main__.run(argv)`` with stdout and stderr captured. An exception that
+    escapes it is printed as the interpreter would (a traceback, exit status 1), so a test
+    asserting "no traceback" sees one. ``root_option=False`` leaves out ``--root``: the
+    generator then finds the project from the working folder.
+    """
+    from generator.__main__ import run
+
+    argv = ["--root", str(root), *args] if root_option else list(args)
+    out, err = io.StringIO(), io.StringIO()
+    with project_imported_from(root), redirect_stdout(out), redirect_stderr(err):
+        try:
+            status = int(run(argv))
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            status = 1
+    return Ran(status, out.getvalue(), err.getvalue())
+
+
+def run_python_here(root: Path, option: str, code: str, *argv: str) -> Ran:
+    """``python -c code argv...`` in this process, in ``root``: the code runs with the copy's
+    project packages (project_imported_from), ``sys.argv`` as the interpreter would set it,
+    stdout and stderr captured, and an escaping exception printed as a traceback (status 1).
+    """
+    assert option == "-c", "run_python_here runs code given with -c; use run_in for others"
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv = sys.argv
+    status = 0
+    with project_imported_from(root), redirect_stdout(out), redirect_stderr(err):
+        sys.argv = ["-c", *argv]
+        try:
+            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        finally:
+            sys.argv = saved_argv
+    return Ran(status, out.getvalue(), err.getvalue())
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` and its bytes, to prove nothing was touched."""
     return {
@@ -129,3 +247,70 @@ def shared_fixture(name: str) -> Path:
     if path is None:
         pytest.skip(f"{SHARED_FIXTURES} is absent (no {name}): the shared conformance vector")
     return path
+
+
+# ------------------------------------------------------------------ edits to a copy
+# Each returns an Edit: a function that makes the change in the copy it is given, so a case
+# table can hold the edit beside the message it should produce.
+
+Edit = Callable[[Path], None]
+
+
+def edit_replace(relative: str, old: str, new: str) -> Edit:
+    """Replace the first ``old`` (which must occur) by ``new`` in the copy's ``relative``."""
+
+    def edit(root: Path) -> None:
+        path = root / relative
+        text = path.read_text()
+        assert old in text, f"test setup: {old!r} not in {relative}"
+        path.write_text(text.replace(old, new, 1))
+
+    return edit
+
+
+def edit_table(old: str, new: str) -> Edit:
+    """Replace text in the copy's spec table."""
+    return edit_replace(TABLE_FILE, old, new)
+
+
+def edit_add_field(name: str, row: str) -> Edit:
+    """add_field() as an Edit."""
+
+    def edit(root: Path) -> None:
+        add_field(root, name, row)
+
+    return edit
+
+
+def edit_add_row(row: str) -> Edit:
+    """Add ``row`` (with a doc) before the exempt rows of the spec table, with no field."""
+    return edit_table(FIRST_EXEMPT_ROW, f"    {with_doc(row)},\n" + FIRST_EXEMPT_ROW)
+
+
+def edit_write(relative: str, data: bytes | None) -> Edit:
+    """Write ``data`` to a file of the copy, or remove the file or folder when None."""
+
+    def edit(root: Path) -> None:
+        path = root / relative
+        if data is None:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        else:
+            path.write_bytes(data)
+
+    return edit
+
+
+def edit_append(relative: str, data: bytes) -> Edit:
+    """Append ``data`` to a file of the copy."""
+
+    def edit(root: Path) -> None:
+        path = root / relative
+        path.write_bytes(path.read_bytes() + data)
+
+    return edit
+
+
+def line_of(relative: str, text: str) -> int:
+    """The 1-based number of the first line of a repository file that contains ``text``."""
+    lines = (REPO / relative).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, start=1) if text in line)

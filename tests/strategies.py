@@ -76,7 +76,7 @@ json_values = st.recursive(
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
 # The module prefixes of every Target these strategies draw (callables included): what a
-# test rebuilding their metas trusts (SPEC §7, Trust).
+# test rebuilding their metas trusts (docs/contract.md §8).
 TARGET_PREFIXES = ("json", "math", "pkg", "my_models")
 
 

@@ -3,6 +3,10 @@
 Each test edits the dataclass and/or the table of a throwaway copy, runs specgen there,
 and checks what a developer would see: the drift check, the one-block diff, the round
 trip of the new field through codegen_meta.json, and the loud failures of a skipped step.
+
+The generator and the copy's code run in this process (tests.helpers.run_specgen_here,
+run_python_here). Real processes: only the README steps (`make codegen`, then pytest in the
+copy), which are what a developer runs.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, copy_repo, run_in, run_specgen, snapshot
+from tests.helpers import (
+    REPO,
+    copy_repo,
+    run_in,
+    run_python_here,
+    run_specgen_here,
+    snapshot,
+)
 from tests.helpers import SHARED_FIXTURES as FIXTURES
 
 SPEC = "shardplan/table/spec.py"
@@ -97,7 +108,7 @@ def _add_field_and_row(root: Path, new: NewField) -> None:
 
 def _add_field_and_regenerate(root: Path, new: NewField) -> None:
     _add_field_and_row(root, new)
-    result = run_specgen(root)
+    result = run_specgen_here(root)
     assert result.returncode == 0, result.stderr
 
 
@@ -118,9 +129,9 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     for _, i1, i2, j1, j2 in (op for op in matcher.get_opcodes() if op[0] != "equal"):
         removed += old[i1:i2]
         added += new[j1:j2]
-    assert [
-        line for line in removed if line.startswith(DIGEST_PREFIXES[0])
-    ], "table digest unchanged"
+    assert [line for line in removed if line.startswith(DIGEST_PREFIXES[0])], (
+        "table digest unchanged"
+    )
     assert [line for line in added if GUARD_LINE.fullmatch(line)], "guard constant unchanged"
     return (
         [line for line in added if not _is_digest_line(line)],
@@ -129,7 +140,7 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
 
 
 def _assert_check_names_both_modules_stale(root: Path) -> None:
-    result = run_specgen(root, "--check")
+    result = run_specgen_here(root, "--check")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "generated/freeze.py is stale" in result.stderr
     assert "generated/rebuild.py is stale" in result.stderr
@@ -178,8 +189,8 @@ def _regenerate_after_check_fails(
     before = _generated_texts(root)
     _add_field_and_row(root, new)
     _assert_check_names_both_modules_stale(root)
-    assert run_specgen(root).returncode == 0
-    check = run_specgen(root, "--check")
+    assert run_specgen_here(root).returncode == 0
+    check = run_specgen_here(root, "--check")
     assert check.returncode == 0, check.stdout + check.stderr
     after = _generated_texts(root)
     return {name: _changed_lines(before[name], after[name]) for name in ("freeze.py", "rebuild.py")}
@@ -187,7 +198,7 @@ def _regenerate_after_check_fails(
 
 def _round_trip(root: Path, new: NewField, modules: str) -> dict[str, Any]:
     """Run ROUND_TRIP in ``root`` for the plan whose ``modules`` dict is given as source."""
-    result = run_in(root, "-c", ROUND_TRIP.format(modules=modules, field=new.name))
+    result = run_python_here(root, "-c", ROUND_TRIP.format(modules=modules, field=new.name))
     assert result.returncode == 0, result.stderr
     outcome: dict[str, Any] = json.loads(result.stdout)
     return outcome
@@ -342,7 +353,7 @@ def test_dataclass_field_without_a_row_exits_2_naming_it_and_touches_nothing(
 ) -> None:
     _add_dataclass_field(repo_copy, GRAD_SCALE)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, *args)
+    result = run_specgen_here(repo_copy, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("specgen: ")
     assert (
@@ -366,7 +377,7 @@ def test_row_added_without_codegen_makes_generated_code_refuse_to_load(
     repo_copy: Path, code: str, stale_module: str
 ) -> None:
     _add_field_and_row(repo_copy, GRAD_SCALE)
-    result = run_in(repo_copy, "-c", code)
+    result = run_python_here(repo_copy, "-c", code)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"StaleGeneratedCode: {stale_module} is stale: the field table changed" in result.stderr
     assert "Run `make codegen` and commit generated/." in result.stderr
@@ -394,18 +405,18 @@ PRE_HOOK = NewField(
 
 def _table_sensitive_tests() -> list[str]:
     """The tests that look at the table's shape: rows, row numbers, per-field cases."""
-    from tests.test_generator import BAD_INPUTS
+    from tests.test_generator_bad_input import BAD_INPUTS
 
     row_cases = [case for case, (_, message) in BAD_INPUTS.items() if "row" in message]
     return [
         "tests/test_table.py",
         "tests/test_kinds.py",
         "tests/test_fidelity.py::test_rebuild_of_freeze_restores_every_frozen_field",
-        "tests/test_generator.py::test_generated_code_matches_the_table_and_templates",
-        "tests/test_generator.py::test_table_command_prints_every_row",
-        "tests/test_generator.py::test_generated_code_has_one_block_per_field_in_table_order",
+        "tests/test_generator_output.py::test_generated_code_matches_the_table_and_templates",
+        "tests/test_cli.py::test_table_command_prints_every_row",
+        "tests/test_generator_output.py::test_generated_code_has_one_block_per_field_in_table_order",
         *(
-            f"tests/test_generator.py::test_bad_input_exits_2_with_a_message_and_touches_nothing[{case}]"
+            f"tests/test_generator_bad_input.py::test_bad_input_exits_2_with_a_message_and_touches_nothing[{case}]"
             for case in row_cases
         ),
     ]

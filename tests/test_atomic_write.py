@@ -1,6 +1,10 @@
 """dump_meta's atomic write (issue 19, points 8 and 9): a writer killed at any point
 leaves the old bytes or the new ones and no temporary file; any valid name writes;
-anything at the path that is not a regular file is refused and left as it is."""
+anything at the path that is not a regular file is refused and left as it is.
+
+Real processes: the writers that are killed (kill -9 cannot be tried in the test's own
+process).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Freeze and rebuild close over each other (SPEC §4, §9): whatever Python value a plan
-holds, freeze either refuses it with a FreezeError naming its place, or writes JSON
+"""Freeze and rebuild close over each other (docs/contract.md §4, §10): whatever Python value
+a plan holds, freeze either refuses it with a FreezeError naming its place, or writes JSON
 that loads and rebuilds strictly and freezes back to the same bytes. No other
 exception type ever escapes, from freeze, the writer or the reader.
 """

@@ -1,4 +1,7 @@
-"""End to end on real torch: the example model sharded from a frozen, rebuilt plan."""
+"""End to end on real torch: the example model sharded from a frozen, rebuilt plan.
+
+Real processes: the demo, which shards on two processes as a user would run it.
+"""
 
 from __future__ import annotations
 

@@ -2,7 +2,9 @@
 artifacts loading, and `specgen generate` classifies every table edit against the lock
 of the table as last generated, refusing a breaking one unless it is deliberate.
 
-The end-to-end cases edit a copy of the repository, as a developer would edit theirs.
+The end-to-end cases edit a copy of the repository, as a developer would edit theirs, and
+run the generator and the copy's code in this process (tests.helpers.run_specgen_here,
+run_python_here): no case needs a real process.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
-from tests.helpers import run_in, run_specgen, snapshot
+from tests.helpers import run_python_here, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
@@ -47,7 +49,7 @@ def rebuild_and_refreeze(root: Path, entry: dict[str, object]) -> dict[str, obje
         f"plan = shardplan.rebuild_plan(meta_from_json({document!r}), strict=True)\n"
         "print(json.dumps(shardplan.freeze_plan(plan).param_plan['m']))\n"
     )
-    result = run_in(root, "-c", script)
+    result = run_python_here(root, "-c", script)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -75,12 +77,12 @@ def test_renaming_a_key_with_an_alias_keeps_old_artifacts_rebuilding_strictly(
             '"name_list", "name_list",', '"name_list", "name_list", aliases=("out_names",),'
         ),
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     assert "key 'out_names' renamed to 'output_names'" in result.stdout
     refrozen = rebuild_and_refreeze(repo_copy, {"is_boundary": True, "out_names": ["y", "z"]})
     assert refrozen["output_names"] == ["y", "z"] and "out_names" not in refrozen
-    assert run_specgen(repo_copy, "check").returncode == 0
+    assert run_specgen_here(repo_copy, "check").returncode == 0
     fields = (repo_copy / "generated" / "fields.md").read_text()
     assert "| `out_names` | `output_names` | param_plan |" in fields
 
@@ -94,13 +96,13 @@ def test_an_alias_and_its_key_together_are_refused_naming_the_alias(repo_copy: P
             '"name_list", "name_list",', '"name_list", "name_list", aliases=("names",),'
         ),
     )
-    assert run_specgen(repo_copy, "generate").returncode == 0
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
     script = (
         "import shardplan\nfrom shardplan.artifact.meta import meta_from_json\n"
         'meta = meta_from_json(\'{"param_plan": {"m": {"out_names": ["a"], "names": ["b"]}}}\')\n'
         "try:\n    shardplan.rebuild_plan(meta)\nexcept ValueError as exc:\n    print(exc.path)\n"
     )
-    result = run_in(repo_copy, "-c", script)
+    result = run_python_here(repo_copy, "-c", script)
     assert result.stdout.strip() == 'param_plan["m"].names', result.stderr
 
 
@@ -114,7 +116,7 @@ def test_retiring_a_key_keeps_artifacts_holding_it_rebuilding(repo_copy: Path) -
         '    RetiredKey("region_dispatch", GROUP_PARAM_PLAN, "dispatch moved to the runtime"),\n'
         ")",
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     assert "key 'region_dispatch' retired" in result.stdout
     refrozen = rebuild_and_refreeze(repo_copy, {"is_boundary": True, "region_dispatch": True})
@@ -128,7 +130,7 @@ def test_retiring_a_key_keeps_artifacts_holding_it_rebuilding(repo_copy: Path) -
 def test_removing_a_row_without_retiring_its_key_exits_2_naming_it(repo_copy: Path) -> None:
     remove_region_dispatch(repo_copy)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2
     assert "key 'region_dispatch' (region_dispatch) removed without retiring it" in result.stderr
     assert "aliases=" in result.stderr and "RetiredKey(" in result.stderr
@@ -145,7 +147,7 @@ def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
         "grad_scale",
         'SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar")',
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     assert (
         "compatible: spec table: row added: grad_scale (key 'grad_scale', param_plan)"
@@ -159,20 +161,20 @@ def test_adding_a_row_is_compatible_and_exits_0(repo_copy: Path) -> None:
 def test_allow_breaking_records_the_break_and_the_next_check_passes(repo_copy: Path) -> None:
     before = lock(repo_copy)["breaks"]
     remove_region_dispatch(repo_copy)
-    result = run_specgen(repo_copy, "generate", "--allow-breaking")
+    result = run_specgen_here(repo_copy, "generate", "--allow-breaking")
     assert result.returncode == 0, result.stderr
     breaks = lock(repo_copy)["breaks"]
     assert isinstance(breaks, list) and breaks[: len(before)] == before  # kept, and one more
     assert len(breaks) == len(before) + 1 and "region_dispatch" in breaks[-1]["change"]
-    check = run_specgen(repo_copy, "check")
+    check = run_specgen_here(repo_copy, "check")
     assert check.returncode == 0, check.stdout + check.stderr
     # Recorded once: regenerating keeps the record and adds nothing.
-    assert run_specgen(repo_copy, "generate").returncode == 0
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
     assert lock(repo_copy)["breaks"] == breaks
 
 
 def test_allow_breaking_means_nothing_to_check(repo_copy: Path) -> None:
-    result = run_specgen(repo_copy, "check", "--allow-breaking")
+    result = run_specgen_here(repo_copy, "check", "--allow-breaking")
     assert result.returncode == 2 and "Traceback" not in result.stderr
 
 
@@ -180,7 +182,7 @@ def test_allow_breaking_means_nothing_to_check(repo_copy: Path) -> None:
 def test_check_fails_when_the_reference_schema_or_lock_is_stale(repo_copy: Path, name: str) -> None:
     path = repo_copy / "generated" / name
     path.write_text(path.read_text().replace("param_plan", "param-plan", 1))
-    result = run_specgen(repo_copy, "check")
+    result = run_specgen_here(repo_copy, "check")
     assert result.returncode == 1
     assert f"generated/{name} is stale" in result.stderr
 
@@ -192,7 +194,7 @@ def test_a_table_edit_not_regenerated_leaves_schema_and_reference_stale(repo_cop
         'doc="The declared order of the module\'s outputs."',
         'doc="Output order."',
     )
-    result = run_specgen(repo_copy, "check")
+    result = run_specgen_here(repo_copy, "check")
     assert result.returncode == 1
     for name in ("fields.md", "codegen_meta.schema.json"):
         assert f"generated/{name} is stale" in result.stderr
@@ -336,7 +338,7 @@ def test_a_bad_alias_retirement_doc_or_fragment_exits_2_naming_it(
 ) -> None:
     edit(repo_copy, relative, old, new)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout
     assert message in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,5 +1,6 @@
 """The generated code equals the table's meaning: differential tests against the
-reference, the round-trip laws of SPEC §5, a fuzzed artifact reader, the real artifact."""
+reference, the round-trip laws of docs/contract.md §6, a fuzzed artifact reader, the real
+artifact."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from tests import strategies
 from tests.helpers import QWEN3_MOE, shared_fixture, shared_fixture_or_none
 from tests.implementations import IMPLEMENTATIONS
 
-# What these tests trust: the drawn plans' Targets and the shared fixture's (SPEC §7).
+# What these tests trust: the drawn plans' Targets and the shared fixture's
+# (docs/contract.md §8).
 TRUSTED = (*strategies.TARGET_PREFIXES, "hyper_parallel")
 
 
@@ -184,7 +186,7 @@ def _injected(value: Any) -> Any:
 
 
 def expected_after_round_trip(spec: ModuleShardingSpec) -> dict[str, Any]:
-    """What SPEC §5 says rebuild(freeze(spec)) holds: frozen fields normalised as
+    """What docs/contract.md §6 says rebuild(freeze(spec)) holds: frozen fields normalised as
     documented (tuple/list, the truthy kinds' falsy values), exempt fields at defaults."""
     default = ModuleShardingSpec()
     # Rows added since (README "Adding a spec field") hold values drawn from their kinds:

@@ -3,6 +3,9 @@
 The venv installs this checkout editable. Run from another checkout (a git worktree for
 `make bench --before REV`), a generated module missing there must not be loaded from this
 one: MissingGeneratedCode names the file and the fix, before torch is imported.
+
+Real processes throughout: the editable install and "before torch" are only true of a
+fresh interpreter.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Import cost (SPEC §11): the table, the spec and the artifact I/O never import torch."""
+"""Import cost (docs/contract.md §12): the table, the spec and the artifact I/O never import
+torch.
+
+Real processes throughout: what an import imports is only seen in a fresh interpreter.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every freeze and rebuild kind (SPEC §4, §5), one field at a time, through the table-driven impl."""
+"""Every freeze and rebuild kind (docs/contract.md §4, §5), one field at a time, through the
+table-driven impl."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def frozen_rules(**values: Any) -> list[dict[str, Any]]:
 
 def rebuilt(**keys: Any) -> ModuleShardingSpec:
     """The spec rebuilt from one entry (and rule) holding the given frozen keys: what each
-    kind reads (SPEC §5, "key absent or null"), so leniently. Strict rebuild refuses
+    kind reads (docs/contract.md §5, "key absent or null"), so leniently. Strict rebuild refuses
     the values freeze never writes (null, a falsy truthy-kind value): tests/test_laws.py."""
     entry = {key: value for key, value in keys.items() if key in PARAM_PLAN_KEYS}
     rule = {key: value for key, value in keys.items() if key in INJECTION_KEYS}
@@ -176,7 +177,8 @@ def written_by_kind(row: Any) -> Any:
         ("skip_source_lowering", 0, ABSENT),
         ("skip_source_lowering", False, ABSENT),
         ("skip_source_lowering", 3, 3),
-        # The meta normalizer's marker: only an explicit True is ever written (SPEC §4).
+        # The meta normalizer's marker: only an explicit True is ever written
+        # (docs/contract.md §4).
         ("skip_source_lowering", True, True),
     ],
     ids=case_id,
@@ -287,10 +289,10 @@ def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
 # ---------------------------------------------------------------- rebuild defaults
 
 
-# SPEC §5: what each rebuild kind gives for an absent key. A row added after the cases
+# docs/contract.md §5: what each rebuild kind gives for an absent key. A row added after the cases
 # below were written (README "Adding a spec field") is checked against its kind's default.
 KIND_DEFAULTS: dict[str, Any] = {
-    # SPEC §2b: the plan level's kinds.
+    # docs/contract.md §2b: the plan level's kinds.
     "handler_map": {},
     "opt_name_tuple": None,
     "pair_list": [],

@@ -2,7 +2,11 @@
 WRITTEN_WHEN / ABSENT / READS_BACK / SCHEMA in shardplan/convert/kinds.py. It needs no
 macro: templates/kinds.j2 lays every kind out, and a macro of its own overrides that only
 where a kind's code is genuinely special. A kind cannot be half-added: each missing piece,
-and a row naming such a kind, exits 2 naming what is missing, and leaves generated/ as it was."""
+and a row naming such a kind, exits 2 naming what is missing, and leaves generated/ as it was.
+
+The generator runs in this process (tests.helpers.run_specgen_here). Real processes: only
+the README steps (`make codegen`, then pytest in the copy), which are what a developer runs.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from shardplan.convert import kinds
-from tests.helpers import REPO, run_specgen, snapshot
+from tests.helpers import REPO, run_specgen_here, snapshot
 
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
@@ -59,7 +63,7 @@ def freeze_ep_size_with_int_nonzero(root: Path) -> None:
 
 def refused(root: Path, *fragments: str) -> None:
     before = snapshot(root / "generated")
-    result = run_specgen(root, "generate")
+    result = run_specgen_here(root, "generate")
     assert result.returncode == 2, result.stdout
     for fragment in fragments:
         assert fragment in result.stderr, result.stderr
@@ -125,7 +129,7 @@ def test_a_complete_new_kind_generates_with_no_macro(repo_copy: Path) -> None:
     declare(repo_copy, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
     declare(repo_copy, "READS_BACK", '"int_nonzero": ("int_truthy",)')
     freeze_ep_size_with_int_nonzero(repo_copy)
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
     assert 'freeze_int_nonzero(value, module_path(fqn) + "._ep_size")' in freeze, freeze[-800:]
@@ -211,7 +215,7 @@ def test_a_kind_s_own_macro_overrides_the_generic_layout(repo_copy: Path) -> Non
     """A macro named for a declared kind is what the generator picks for its rows."""
     body = "# {{ f.name }}: by its own macro\n{{ freeze(f, out, at) }}"
     append(repo_copy, MACROS, DICT_COPY_MACRO % body)
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
     assert "# _ep_stack: by its own macro" in freeze

@@ -1,4 +1,4 @@
-"""The laws of freeze and rebuild, both ways and through the file (issue 19, SPEC §5).
+"""The laws of freeze and rebuild, both ways and through the file (issue 19, docs/contract.md §6).
 
 1. Strict rebuild accepts only what freeze gives back: for every meta M strict rebuild
    accepts, dump(freeze(rebuild(M))) is dump(M). Lenient rebuild may normalise (it reads

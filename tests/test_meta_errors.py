@@ -1,4 +1,5 @@
-"""Bad input (SPEC §9): every malformed meta is a MetaError whose ``.path`` and message name the place."""
+"""Bad input (docs/contract.md §10): every malformed meta is a MetaError whose ``.path`` and
+message name the place."""
 
 from __future__ import annotations
 
@@ -185,3 +186,25 @@ def test_non_strict_rebuild_still_refuses_everything_but_unknown_keys(
     with pytest.raises(MetaError) as caught:
         load_and_rebuild(tmp_path, raw, strict=False)
     assert caught.value.path == path
+
+
+def test_check_entry_builds_the_entry_s_path_only_when_it_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from shardplan.artifact import plan_meta
+
+    built: list[str] = []
+    real_entry_path = plan_meta.entry_path
+
+    def counting_entry_path(fqn: str) -> str:
+        built.append(fqn)
+        return real_entry_path(fqn)
+
+    monkeypatch.setattr(plan_meta, "entry_path", counting_entry_path)
+    entry = {"params": {}, "out_names": ["y"]}
+    assert plan_meta.check_entry(entry, "m", ("params", "out_names"), True) is entry
+    assert plan_meta.check_entry({"junk": 1}, "m", ("params",), False) == {"junk": 1}
+    assert built == []
+    with pytest.raises(MetaError) as caught:
+        plan_meta.check_entry({"params": {}, "junk": 1}, "m", ("params",), True)
+    assert caught.value.path == 'param_plan["m"].junk' and built == ["m"]

@@ -1,4 +1,5 @@
-"""The artifact (SPEC §8) and the real-world conformance vector: a hyper-parallel Qwen3-MoE meta."""
+"""The artifact (docs/contract.md §9) and the real-world conformance vector: a hyper-parallel
+Qwen3-MoE meta."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Placement text <-> torch DTensor placements (SPEC §6): strict both ways, never Replicate by default."""
+"""Placement text <-> torch DTensor placements (docs/contract.md §7): strict both ways, never
+Replicate by default."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""The plan level crosses the artifact through a table of its own (issue 17, SPEC §2b),
+"""The plan level crosses the artifact through a table of its own (issue 17, docs/contract.md §2b),
 rendered by the same generator mechanism as the spec table.
 
 Each case edits a throwaway copy of the repository, as a developer would (README "Adding a
-plan-level field"), runs specgen there, and checks what they would see. Real processes:
-the copy's own table and generated code must be the ones imported.
+plan-level field"), runs specgen there, and checks what they would see. The copy's own table and generated
+code are the ones imported, in this process (tests.helpers.run_specgen_here,
+run_python_here). Real process: only `specgen check` under -X importtime (what a fresh
+interpreter imports).
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from pathlib import Path
 
 from shardplan.table.format import GROUP_DERIVED, GROUP_OTHERS, GROUP_PLAN
 from shardplan.table.plan_fields import PLAN_FIELDS
-from tests.helpers import REPO, insert_text, run_in, run_specgen, snapshot
+from tests.helpers import (
+    REPO,
+    insert_text,
+    run_python_here,
+    run_specgen_here,
+    snapshot,
+)
 
 SPEC = "shardplan/table/spec.py"
 PLAN_TABLE = "shardplan/table/plan_fields.py"
@@ -55,7 +63,7 @@ def test_a_plan_field_without_a_row_exits_2_naming_it_and_touches_nothing(
 ) -> None:
     _add_pipeline_stages_field(repo_copy)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout
     assert (
         "field 'pipeline_stages' of shardplan.table.spec:ShardingPlan has no table row.\n"
@@ -67,7 +75,7 @@ def test_a_plan_field_without_a_row_exits_2_naming_it_and_touches_nothing(
 
 def test_a_plan_row_without_a_field_exits_2_naming_it(repo_copy: Path) -> None:
     _add_pipeline_stages_row(repo_copy)
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2
     assert "(pipeline_stages): the plan class has no field 'pipeline_stages'" in result.stderr
 
@@ -77,13 +85,13 @@ def test_a_plan_field_with_its_row_crosses_the_file_and_shows_in_the_contract(
 ) -> None:
     _add_pipeline_stages_field(repo_copy)
     _add_pipeline_stages_row(repo_copy)
-    assert run_specgen(repo_copy, "check").returncode == 1  # generated/ is behind the table
-    generate = run_specgen(repo_copy, "generate")
+    assert run_specgen_here(repo_copy, "check").returncode == 1  # generated/ is behind the table
+    generate = run_specgen_here(repo_copy, "generate")
     assert generate.returncode == 0, generate.stderr
     assert "compatible: plan table: row added: pipeline_stages" in generate.stdout
-    assert run_specgen(repo_copy, "check").returncode == 0
+    assert run_specgen_here(repo_copy, "check").returncode == 0
 
-    outcome = run_in(repo_copy, "-c", ROUND_TRIP, str(tmp_path / "codegen_meta.json"))
+    outcome = run_python_here(repo_copy, "-c", ROUND_TRIP, str(tmp_path / "codegen_meta.json"))
     assert outcome.returncode == 0, outcome.stderr
     crossed = json.loads(outcome.stdout)
     assert crossed["stages"] == 4 and crossed["file"]["pipeline_stages"] == 4
@@ -114,11 +122,11 @@ def test_removing_a_plan_row_and_its_field_without_retiring_exits_2_naming_the_k
     table.write_text(text[:start] + text[end:])
     before = snapshot(repo_copy / "generated")
     recorded = json.loads((repo_copy / "generated" / "table.lock.json").read_text())["breaks"]
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout
     assert "key 'tied_pairs' (tied_pairs) removed without retiring it" in result.stderr
     assert snapshot(repo_copy / "generated") == before
-    allowed = run_specgen(repo_copy, "generate", "--allow-breaking")
+    allowed = run_specgen_here(repo_copy, "generate", "--allow-breaking")
     assert allowed.returncode == 0, allowed.stderr
     breaks = json.loads((repo_copy / "generated" / "table.lock.json").read_text())["breaks"]
     assert breaks[: len(recorded)] == recorded
@@ -150,7 +158,7 @@ def test_a_plan_key_renamed_with_an_alias_still_loads_old_artifacts_strictly(
             '"opt_name_tuple", aliases=("mesh_dim_names",),',
         )
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     assert "renamed to 'mesh_axes'" in result.stdout
     old = tmp_path / "old.json"
@@ -162,7 +170,7 @@ def test_a_plan_key_renamed_with_an_alias_still_loads_old_artifacts_strictly(
         )
         + "\n"
     )
-    outcome = run_in(repo_copy, "-c", RENAMED_READ, str(old))
+    outcome = run_python_here(repo_copy, "-c", RENAMED_READ, str(old))
     assert outcome.returncode == 0, outcome.stderr
     read = json.loads(outcome.stdout)
     assert read["mesh"] == ["dp", "tp"]

@@ -1,7 +1,7 @@
-"""Artifacts as real producers write them (SPEC §3-§5, §8): each shape loads, rebuilds to
-what the SPEC says it means, and writes back to the same bytes.
+"""Artifacts as real producers write them (docs/contract.md §3-§6, §9): each shape loads,
+rebuilds to what the contract says it means, and writes back to the same bytes.
 
-Expected values here are written by hand from the SPEC's words, not computed by either
+Expected values here are written by hand from the contract's words, not computed by either
 implementation: a misreading both share would pass a differential test, not these.
 """
 
@@ -28,7 +28,7 @@ PRODUCERS = ("deepseek_planner", "hyper_parallel")
 
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:
-    """A canonical artifact text, as SPEC §8 defines the format. Entries carry
+    """A canonical artifact text, as docs/contract.md §9 defines the format. Entries carry
     ``is_boundary``: freeze always writes it (scalar, written when not None)."""
     document = {
         "param_plan": param_plan,
@@ -45,7 +45,8 @@ def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> s
 
 def refreeze(meta: CodegenMeta, implementation: str, *, strict: bool = True) -> str:
     """Rebuild and freeze again, and the text of what the API gives, untouched: other
-    producers' keys ride along in the rebuilt plan (SPEC §2b), nothing is copied here."""
+    producers' keys ride along in the rebuilt plan (docs/contract.md §2b), nothing is copied
+    here."""
     impl = IMPLEMENTATIONS[implementation]
     plan = impl.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=PRODUCERS)
     return meta_to_json(impl.freeze_plan(plan))

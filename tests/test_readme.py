@@ -1,4 +1,7 @@
-"""README's examples do what README says."""
+"""README's examples do what README says.
+
+Real process: the snippet runs as a user would run it, a script in a fresh interpreter.
+"""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ from shardplan.table.format import MATCH_KEY
 from tests import strategies
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, REPO, shared_fixture
 
-# What strict rebuild trusts here: the drawn metas' Targets and the corpus's (SPEC §7).
+# What strict rebuild trusts here: the drawn metas' Targets and the corpus's
+# (docs/contract.md §8).
 TRUSTED = (*strategies.TARGET_PREFIXES, "deepseek_planner")
 
 SCHEMA_FILE = REPO / "generated" / "codegen_meta.schema.json"
@@ -100,8 +101,8 @@ def _is_match(trail: tuple[Any, ...]) -> bool:
 
 
 def _sharded_params_stale(document: Any) -> bool:
-    """SPEC §2b, said again by hand: frozen_sharded_params lists, sorted, the FQN of every
-    parameter with any axis not "R". A damaged placement ("R" -> "S(0)") makes it stale,
+    """docs/contract.md §2b, said again by hand: frozen_sharded_params lists, sorted, the FQN
+    of every parameter with any axis not "R". A damaged placement ("R" -> "S(0)") makes it stale,
     which strict rebuild refuses and a schema cannot state."""
     try:
         sharded = sorted(

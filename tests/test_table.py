@@ -24,8 +24,8 @@ def test_table_names_are_the_spec_fields_in_order() -> None:
     assert [f.name for f in SPEC_FIELDS] == list(SPEC_DATACLASS_FIELDS)
 
 
-# SPEC §2's rows, in order. A field added by README's "Adding a spec field" steps adds a
-# row anywhere; these must all stay, in this order, with these keys and groups.
+# The rows of docs/contract.md §2, in order. A field added by README's "Adding a spec field"
+# steps adds a row anywhere; these must all stay, in this order, with these keys and groups.
 CONTRACT_ROWS = [
     ("params", "params", "param_plan"),
     ("in_src", "in_src", "param_plan"),

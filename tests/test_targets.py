@@ -1,4 +1,5 @@
-"""Targets (SPEC §7): dotted import paths plus kwargs, resolved lazily, refused if not re-importable."""
+"""Targets (docs/contract.md §8): dotted import paths plus kwargs, resolved lazily, refused if
+not re-importable."""
 
 from __future__ import annotations
 

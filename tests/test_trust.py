@@ -1,7 +1,11 @@
-"""Trust (SPEC §7, issue #18): an artifact names only callables the calling program allowed.
+"""Trust (docs/contract.md §8, issue #18): an artifact names only callables the calling
+program allowed.
 
 Every test runs against both implementations (tests/implementations.py). The attacks
 are tried as an artifact would carry them; none may run, import or write anything.
+
+Real process: only the check that refusing nothing imports anything, which needs an
+interpreter that has not imported the dangerous modules already.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The artifact: codegen_meta.json I/O for CodegenMeta (SPEC §8).
+"""The artifact: codegen_meta.json I/O for CodegenMeta (docs/contract.md §9).
 
 The JSON form is stable: UTF-8, ``indent=2``, ``sort_keys=True``, one trailing
 newline, written atomically. CodegenMeta is generated from the tables

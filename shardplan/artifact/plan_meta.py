@@ -153,11 +153,16 @@ def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:
 
 def check_entry(entry: object, fqn: str, known: Collection[str], strict: bool) -> dict[str, Any]:
     """Check one param_plan entry is an object (and, if strict, has only known keys and no
-    null: refuse_nulls)."""
+    null: refuse_nulls).
+
+    Every strict rebuild calls this once an entry: the entry's path is built only on the way
+    to an error, never on the path that accepts it."""
     if not isinstance(entry, dict):
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
-        check_keys(entry, known, entry_path(fqn))
+        for key in entry:
+            if key not in known:
+                check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
         refuse_nulls(entry, entry_path, fqn)
     return entry
 

@@ -1,4 +1,4 @@
-"""The meaning of every freeze and rebuild kind of the field table (SPEC §4, §5).
+"""The meaning of every freeze and rebuild kind of the field table (docs/contract.md §4, §5).
 
 One function per kind, strict and plain. ``shardplan.reference`` dispatches to them
 by the kind names in the table; generated code calls them by name, one block per
@@ -235,8 +235,8 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
 
     A freeze kind may write values its row's rebuild kind refuses (``scalar`` writes 1,
     ``bool_default_true`` reads only booleans). Freeze refuses them here, so everything it
-    writes can be rebuilt (SPEC §4). A Target read back here was built by the planner, in
-    Python: trusted code, so no allow-list applies (freezing is unchanged by trust).
+    writes can be rebuilt (docs/contract.md §4). A Target read back here was built by the
+    planner, in Python: trusted code, so no allow-list applies (freezing is unchanged by trust).
     """
     token = trust.begin_freeze_read_back()
     try:

@@ -1,4 +1,4 @@
-"""The text forms of placements (SPEC §6), as a grammar without torch.
+"""The text forms of placements (docs/contract.md §7), as a grammar without torch.
 
 The parser (``shardplan.convert.placements``) and the artifact's JSON Schema (rendered by the
 generator, which never imports torch) read the same definitions here.

@@ -1,4 +1,4 @@
-"""Placement text <-> torch DTensor placement objects (SPEC §6).
+"""Placement text <-> torch DTensor placement objects (docs/contract.md §7).
 
 ``S(d)`` is ``Shard(d)``, ``R`` is ``Replicate()``, ``P(op)`` is ``Partial(op)`` and
 ``SS(d,f)`` is torch's strided shard ``_StridedShard(d, split_factor=f)``. Parsing is

@@ -1,4 +1,5 @@
-"""Targets: module-level callables named by import path, carrying configuration (SPEC §7).
+"""Targets: module-level callables named by import path, carrying configuration
+(docs/contract.md §8).
 
 A Target freezes to ``{"_target_": path, **kwargs}``. Resolution (the import) is lazy,
 so rebuilding an artifact never imports user code. A Target rebuilt from an artifact is

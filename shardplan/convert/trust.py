@@ -1,4 +1,4 @@
-"""Which callables an artifact may name (SPEC §7, Trust).
+"""Which callables an artifact may name (docs/contract.md §8).
 
 A Target rebuilt from an artifact names a callable the trainer will import and call with
 the artifact's arguments. It is admitted only under a module prefix the calling program

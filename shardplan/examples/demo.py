@@ -78,7 +78,7 @@ def worker(rank: int, port: int, out: Path) -> None:
     )
     try:
         mesh = init_device_mesh("cpu", (WORLD_SIZE,), mesh_dim_names=("tp",))
-        # The example plan names no Target, so the demo trusts none (SPEC §7, Trust).
+        # The example plan names no Target, so the demo trusts none (docs/contract.md §8).
         plan = shardplan.rebuild_plan(load_meta(out / ARTIFACT), allow_targets=())
         saved = torch.load(out / MODEL_FILE)
         model = LlamaForCausalLM(LlamaConfig(**saved["config"])).eval()

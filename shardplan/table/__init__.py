@@ -1,1 +1,2 @@
-"""The field table and the spec it describes: pure data, no torch (SPEC §2, §3, §11)."""
+"""The field tables and the classes they describe: pure data, no torch
+(docs/contract.md §2, §2b, §3, §12)."""

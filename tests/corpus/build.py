@@ -1,7 +1,7 @@
 """Write the conformance corpus: artifacts shaped as real producers write them.
 
 The documents are built here as plain JSON data, by hand-written rules that follow
-SPEC §4-§8 and the producer shapes of issue 9, without importing shardplan: the corpus
+docs/contract.md §4-§9 and the producer shapes of issue 9, without importing shardplan: the corpus
 tests the implementation, so it must not come from it. Run it from the repository root
 after changing it, and commit the JSON files it writes:
 
@@ -156,7 +156,7 @@ def ep_rule(fqn: str) -> dict[str, Any]:
 
 
 def sharded(param_plan: dict[str, dict[str, Any]]) -> list[str]:
-    """Sorted FQNs of the parameters with any axis not replicated (SPEC §8)."""
+    """Sorted FQNs of the parameters with any axis not replicated (docs/contract.md §9)."""
     return sorted(
         f"{fqn}.{param}"
         for fqn, entry in param_plan.items()
@@ -231,7 +231,7 @@ def deepseek_moe(layers: int = 54, dense_layers: int = 3) -> dict[str, Any]:
             "sequence_parallel": True,
             "tp_size": 2,
         },
-        # Producer metadata another planner writes: kept unchanged (SPEC §8).
+        # Producer metadata another planner writes: kept unchanged (docs/contract.md §9).
         planner={"name": "deepseek-style-planner", "version": "0.9.2"},
         model_class="DeepseekV3ForCausalLM",
     )
