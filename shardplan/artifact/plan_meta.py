@@ -160,10 +160,10 @@ def check_entry(entry: object, fqn: str, known: Collection[str], strict: bool) -
     if not isinstance(entry, dict):
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
-        for key in entry:
-            if key not in known:
+        for key, value in entry.items():  # one pass for both checks: the accepting path
+            if value is None or key not in known:
                 check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
-        refuse_nulls(entry, entry_path, fqn)
+                refuse_nulls(entry, entry_path, fqn)  # or the first null
     return entry
 
 

@@ -190,13 +190,22 @@ def freeze_bool(value: Any, path: str) -> bool:
 
 def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     """Derived from the frozen entries: sorted FQNs of the parameters with any axis not
-    replicated."""
-    sharded = []
+    replicated. Strict rebuild computes it too (to refuse a stale one): plain loops, no
+    generator expression, since it runs over every parameter of every read."""
+    sharded: list[str] = []
+    append = sharded.append
     for fqn, entry in param_plan.items():
-        for param, named in (entry.get("params") or {}).items():
-            if any(text != "R" for text in named.values()):
-                sharded.append(f"{fqn}.{param}" if fqn else param)
-    return sorted(sharded)
+        params = entry.get("params")
+        if not params:
+            continue
+        prefix = f"{fqn}." if fqn else ""
+        for param, named in params.items():
+            for text in named.values():
+                if text != "R":
+                    append(prefix + param)
+                    break
+    sharded.sort()
+    return sharded
 
 
 def refuse_none(absent: Any, path: str) -> None:
