@@ -63,6 +63,44 @@ def copy_repo(destination: Path) -> Path:
     return destination
 
 
+def copy_repo_with_tests(tmp_path: Path) -> Path:
+    """A copy to follow README's steps in, as a developer's checkout is: the repository's
+    parts, its tests and Makefile, and the shared fixture beside it when there is one."""
+    root = copy_repo(tmp_path / "repo")
+    for name in ("tests", "Makefile"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, root / name)
+    if SHARED_FIXTURES.is_dir():  # the real artifact sits beside the checkout; mirror that
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared" / "fixtures").symlink_to(SHARED_FIXTURES)
+    return root
+
+
+def make_codegen(root: Path) -> subprocess.CompletedProcess[str]:
+    """`make codegen` in ``root``, the README's recipe itself, with this interpreter's
+    folder standing in for the project's venv."""
+    return subprocess.run(
+        ["make", "-s", "codegen", "STAMP=", f"BIN={Path(sys.executable).parent}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def assert_tests_pass_in(root: Path, tests: list[str]) -> None:
+    """Run ``tests`` with pytest in ``root`` (its own code and tests) and see them pass."""
+    result = run_in(
+        root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests,
+        env={"HYPOTHESIS_PROFILE": "dev"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
 def run_in(
     root: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -14,9 +14,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,14 +21,13 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
-    REPO,
-    copy_repo,
-    run_in,
+    assert_tests_pass_in,
+    copy_repo_with_tests,
+    make_codegen,
     run_python_here,
     run_specgen_here,
     snapshot,
 )
-from tests.helpers import SHARED_FIXTURES as FIXTURES
 
 SPEC = "shardplan/table/spec.py"
 TABLE = "shardplan/table/spec_fields.py"
@@ -129,9 +125,9 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     for _, i1, i2, j1, j2 in (op for op in matcher.get_opcodes() if op[0] != "equal"):
         removed += old[i1:i2]
         added += new[j1:j2]
-    assert [line for line in removed if line.startswith(DIGEST_PREFIXES[0])], (
-        "table digest unchanged"
-    )
+    assert [
+        line for line in removed if line.startswith(DIGEST_PREFIXES[0])
+    ], "table digest unchanged"
     assert [line for line in added if GUARD_LINE.fullmatch(line)], "guard constant unchanged"
     return (
         [line for line in added if not _is_digest_line(line)],
@@ -425,41 +421,13 @@ def _table_sensitive_tests() -> list[str]:
 def test_readme_steps_for_two_new_fields_leave_the_table_sensitive_tests_passing(
     tmp_path: Path,
 ) -> None:
-    root = copy_repo(tmp_path / "repo")
-    for name in ("tests", "Makefile"):
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
-    if FIXTURES.is_dir():  # the real artifact sits beside the checkout; mirror that
-        (tmp_path / "shared").mkdir()
-        (tmp_path / "shared" / "fixtures").symlink_to(FIXTURES)
-
+    root = copy_repo_with_tests(tmp_path)
     # Steps 1 and 2: the dataclass field and its row, for each new field.
     for new in (GRAD_CLIP, PRE_HOOK):
         _add_field_and_row(root, new)
     # Step 3: `make codegen`, the recipe itself, with this interpreter for the project's venv.
-    make = subprocess.run(
-        ["make", "-s", "codegen", "STAMP=", f"BIN={Path(sys.executable).parent}"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr
     assert "wrote generated/rebuild.py" in make.stdout
-
     # `make test`, the tests that read the table, with no further edit.
-    result = run_in(
-        root,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *_table_sensitive_tests(),
-        env={"HYPOTHESIS_PROFILE": "dev"},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    assert_tests_pass_in(root, _table_sensitive_tests())

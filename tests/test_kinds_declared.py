@@ -231,20 +231,10 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
     """README "A new kind", followed as written in a copy, for a new field that uses it:
     the kinds module (function and declarations) and the strategies' pool, then the
     field and its row, `make codegen`, and the table-sensitive tests pass unedited."""
-    import shutil
-    import subprocess
-    import sys
-
-    from tests.helpers import copy_repo, run_in
+    from tests.helpers import assert_tests_pass_in, copy_repo_with_tests, make_codegen
     from tests.test_add_a_field import _table_sensitive_tests
 
-    root = copy_repo(tmp_path / "repo")
-    for name in ("tests", "Makefile"):
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
+    root = copy_repo_with_tests(tmp_path)
     # The kind, in the kinds module alone: its function with the others, then its lines.
     kinds_file = root / KINDS
     section = "# ------------------------------------------------------------- what each kind means"
@@ -277,25 +267,8 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
         '    SpecField("warmup_steps", "warmup_steps", GROUP_INJECTIONS, "int_nonzero",'
         ' "int_truthy", doc="Steps before the injection takes effect."),\n',
     )
-    make = subprocess.run(
-        ["make", "-s", "codegen", "STAMP=", f"BIN={Path(sys.executable).parent}"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr
     freeze = (root / "generated" / "freeze.py").read_text()
     assert 'freeze_int_nonzero(value, module_path(fqn) + ".warmup_steps")' in freeze
-    result = run_in(
-        root,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *_table_sensitive_tests(),
-        env={"HYPOTHESIS_PROFILE": "dev"},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+    assert_tests_pass_in(root, _table_sensitive_tests())
