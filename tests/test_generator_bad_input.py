@@ -148,10 +148,12 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "template with an undefined name": (
         edit_replace(
-            "templates/freeze.py.j2", "{{ module_file | pyrepr }}", "{{ module_fil | pyrepr }}"
+            "templates/freeze.py.j2",
+            "from {{ kinds_module }} import",
+            "from {{ kinds_modul }} import",
         ),
-        f"templates/freeze.py.j2:{line_of('templates/freeze.py.j2', 'module_file | pyrepr')}: "
-        "'module_fil' is undefined",
+        f"templates/freeze.py.j2:{line_of('templates/freeze.py.j2', 'from {{ kinds_module }} import')}: "
+        "'kinds_modul' is undefined",
     ),
     "template rendering invalid Python": (
         edit_replace(
