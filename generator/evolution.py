@@ -151,7 +151,8 @@ def _part_problem(name: str, part: Any) -> str | None:
         ):
             return f"table {name!r}: row {number} is not a row ({', '.join(ROW_TEXT)}, aliases)"
     if not isinstance(retired, list) or not all(
-        isinstance(gone, dict) and isinstance(gone.get("key"), str)
+        isinstance(gone, dict)
+        and isinstance(gone.get("key"), str)
         and isinstance(gone.get("group"), str)
         for gone in retired
     ):
@@ -257,9 +258,7 @@ def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
     return found, unread
 
 
-def merge_breaks(
-    first: list[dict[str, Any]], second: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def merge_breaks(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Both histories of breaks: ``first``'s, then those of ``second`` it lacks."""
     return first + [item for item in second if item not in first]
 
@@ -354,9 +353,7 @@ def _compare_meaning(
         now = new["written_when"].get(kind)
         if now is not None and now != was:
             keys = ", ".join(repr(row.key) for row in table.keyed if row.freeze == kind)
-            changes.bytes.append(
-                f"freeze kind {kind}: {keys} now written when {now}, was {was}"
-            )
+            changes.bytes.append(f"freeze kind {kind}: {keys} now written when {now}, was {was}")
 
 
 def _compare_row(key: str, old: dict[str, Any], new: dict[str, Any], changes: Changes) -> None:

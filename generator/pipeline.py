@@ -105,6 +105,10 @@ class _OldLock:
 def _read_old_lock(config: Config) -> _OldLock:
     # Read, never written, here: the lock as last generated.
     path = config.output / LOCK_NAME
+    if not config.output.is_dir():
+        # No generated/ folder: a fresh project. Something else by that name: not a lock
+        # problem, and the writing step refuses it as what it is.
+        return _OldLock(None)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -133,13 +137,14 @@ def _merged(
         ours, theirs = parse_lock(sides[0]), parse_lock(sides[1])
     except UnusableLock:
         return None
-    against_ours, against_theirs = classify(ours, tables, meaning), classify(theirs, tables, meaning)
+    against_ours, against_theirs = (
+        classify(ours, tables, meaning),
+        classify(theirs, tables, meaning),
+    )
     recorded_ours = {item["change"] for item in ours.get("breaks", [])}
     recorded_theirs = {item["change"] for item in theirs.get("breaks", [])}
     breaking = [c for c in against_ours.breaking if c not in recorded_theirs]
-    breaking += [
-        c for c in against_theirs.breaking if c not in recorded_ours and c not in breaking
-    ]
+    breaking += [c for c in against_theirs.breaking if c not in recorded_ours and c not in breaking]
     changes = Changes(against_ours.compatible, against_ours.bytes, breaking)
     return changes, merge_breaks(ours.get("breaks", []), theirs.get("breaks", []))
 
@@ -151,10 +156,14 @@ def _new_lock(
     where = f"{output}/{LOCK_NAME}"
     if old.text is not None and (merged := _merged(old.text, tables, meaning)) is not None:
         changes, breaks = merged
-        return changes, breaks, [
-            f"specgen: {where}: merged both sides of the conflict; the table was checked "
-            f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
-        ]
+        return (
+            changes,
+            breaks,
+            [
+                f"specgen: {where}: merged both sides of the conflict; the table was checked "
+                f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
+            ],
+        )
     breaks, unread = readable_breaks(old.text) if old.text is not None else ([], 0)
     notes = [
         f"specgen: {where}: written anew from the table as it is; table edits since the last "
@@ -183,7 +192,9 @@ def generate(
     env, declared, form, kinds = _kinds_environment(config)
     tables = _validated(env, declared, form, config, loaded)
     meaning = {"written_when": kinds.written_when, "absent": kinds.absent}
-    changes, breaks, notes = Changes(), [], []
+    changes = Changes()
+    breaks: list[dict[str, Any]] = []
+    notes: list[str] = []
     if new_lock and LOCK_NAME not in config.outputs:
         raise GeneratorError(
             f"--new-lock writes {config.output_name}/{LOCK_NAME}, which is no declared output "

@@ -110,13 +110,13 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     # Jinja rewrites the tracebacks of render() so template frames carry the template's
     # file and line; a template's module (``.module``, kinds.j2's macros) is not rewritten:
     # its frames run the compiled code, whose line the template maps back.
-    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
+    for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
         filename = frame.f_code.co_filename
         if filename.endswith(TEMPLATE_SUFFIX):
             compiled = frame.f_globals.get("__jinja_template__")
             if isinstance(compiled, jinja2.Template):
-                lineno = compiled.get_corresponding_lineno(lineno)
-            return GeneratorError(f"{folder}/{Path(filename).name}:{lineno}: {exc}")
+                line = compiled.get_corresponding_lineno(line)
+            return GeneratorError(f"{folder}/{Path(filename).name}:{line}: {exc}")
     name = getattr(exc, "name", None) or getattr(exc, "filename", None)
     lineno = getattr(exc, "lineno", None)
     where = f"{folder}/{name}" + (f":{lineno}" if lineno else "") if name else f"{folder}/"

@@ -41,7 +41,11 @@ def run(cwd: Path, path: list[Path], *args: str) -> subprocess.CompletedProcess[
         "PYTHONPATH": os.pathsep.join([*map(str, path), *SITE_PACKAGES]),
     }
     return subprocess.run(
-        [sys.executable, "-S", *args], cwd=cwd, env=environ, capture_output=True, text=True,
+        [sys.executable, "-S", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
         timeout=120,
     )
 

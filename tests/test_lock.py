@@ -42,7 +42,12 @@ def remove_region_dispatch(root: Path) -> None:
 
 
 def rename_out_names_without_alias(root: Path) -> None:
-    edit(root, TABLE, OUT_NAMES_KEY, OUT_NAMES_KEY.replace('"out_names", GROUP', '"output_names", GROUP'))
+    edit(
+        root,
+        TABLE,
+        OUT_NAMES_KEY,
+        OUT_NAMES_KEY.replace('"out_names", GROUP', '"output_names", GROUP'),
+    )
 
 
 def retire_region_dispatch(root: Path, group: str) -> None:
@@ -64,8 +69,20 @@ def lock(root: Path) -> dict[str, object]:
 def conflicted(base: Path, ours: Path, theirs: Path) -> str:
     """What git's textual merge of three locks leaves: the merged text with conflict markers."""
     result = subprocess.run(
-        ["git", "merge-file", "-p", "-L", "HEAD", "-L", "base", "-L", "other",
-         str(ours), str(base), str(theirs)],
+        [
+            "git",
+            "merge-file",
+            "-p",
+            "-L",
+            "HEAD",
+            "-L",
+            "base",
+            "-L",
+            "other",
+            str(ours),
+            str(base),
+            str(theirs),
+        ],
         capture_output=True,
         text=True,
     )
@@ -105,8 +122,14 @@ def test_a_lock_with_conflict_markers_refuses_a_careless_merge_that_removes_a_ro
         '{"tables": {"spec": {"rows": [], "retired": []}}, "breaks": [1]}',
         '{"tables": {"spec": {"rows": [{"name": "x"}], "retired": []}}, "breaks": []}',
     ],
-    ids=["rows-garbage", "not-json", "not-an-object", "breaks-not-a-list", "break-not-an-entry",
-         "row-not-a-row"],
+    ids=[
+        "rows-garbage",
+        "not-json",
+        "not-an-object",
+        "breaks-not-a-list",
+        "break-not-an-entry",
+        "row-not-a-row",
+    ],
 )
 @pytest.mark.parametrize("command", ["generate", "check"])
 def test_an_unusable_lock_exits_2_never_no_lock(repo_copy: Path, text: str, command: str) -> None:
@@ -165,8 +188,12 @@ def test_new_lock_keeps_the_breaks_a_malformed_lock_still_holds(repo_copy: Path)
 
 @pytest.mark.parametrize(
     "args",
-    [("check", "--new-lock"), ("diff", "--new-lock"), ("table", "--new-lock"),
-     ("generate", "--new-lock")],
+    [
+        ("check", "--new-lock"),
+        ("diff", "--new-lock"),
+        ("table", "--new-lock"),
+        ("generate", "--new-lock"),
+    ],
     ids=["check", "diff", "table", "usable-lock"],
 )
 def test_new_lock_where_it_means_nothing_exits_2_and_writes_nothing(
@@ -238,8 +265,12 @@ def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> N
     """Before: exit 0, and old artifacts holding the key in param_plan were then refused."""
     retire_region_dispatch(repo_copy, "GROUP_PARAM_PLAN")
     assert run_specgen(repo_copy, "generate").returncode == 0
-    edit(repo_copy, TABLE, 'RetiredKey("region_dispatch", GROUP_PARAM_PLAN,',
-         'RetiredKey("region_dispatch", GROUP_INJECTIONS,')
+    edit(
+        repo_copy,
+        TABLE,
+        'RetiredKey("region_dispatch", GROUP_PARAM_PLAN,',
+        'RetiredKey("region_dispatch", GROUP_INJECTIONS,',
+    )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "retired key 'region_dispatch' moved from param_plan to injections" in result.stderr
@@ -247,8 +278,12 @@ def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> N
 
 def test_changing_a_used_rebuild_kinds_absent_value_is_breaking(repo_copy: Path) -> None:
     """Before: exit 0, and every old artifact without is_boundary then rebuilt to False."""
-    edit(repo_copy, KINDS, '    "bool_default_true": "True",\n',
-         '    "bool_default_true": "False",\n')
+    edit(
+        repo_copy,
+        KINDS,
+        '    "bool_default_true": "True",\n',
+        '    "bool_default_true": "False",\n',
+    )
     before = snapshot(repo_copy / "generated")
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
@@ -274,8 +309,12 @@ def test_a_lock_without_the_meaning_records_is_read_without_spurious_breaks(
     for part in document["tables"].values():  # type: ignore[attr-defined]
         del part["kinds"]
     (repo_copy / LOCK).write_text(json.dumps(document))
-    edit(repo_copy, KINDS, '    "bool_default_true": "True",\n',
-         '    "bool_default_true": "False",\n')
+    edit(
+        repo_copy,
+        KINDS,
+        '    "bool_default_true": "True",\n',
+        '    "bool_default_true": "False",\n',
+    )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "breaking" not in result.stdout
