@@ -136,34 +136,34 @@ def _is_text_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def _part_problem(name: str, part: Any) -> str | None:
-    """Why one table's part of a lock is not one, or None."""
+def _part_problem(where: str, part: Any) -> str | None:
+    """Why one table's part of a lock (``where``: which, for the message) is not one, or None."""
     if not isinstance(part, dict):
-        return f"table {name!r} is not an object"
+        return f"{where} is not an object"
     rows, retired = part.get("rows"), part.get("retired", [])
     if not isinstance(rows, list):
-        return f"table {name!r} has no list of rows"
+        return f"{where} has no list of rows"
     for number, row in enumerate(rows, start=1):
         if not (
             isinstance(row, dict)
             and all(isinstance(row.get(text), str) for text in ROW_TEXT)
             and _is_text_list(row.get("aliases", []))
         ):
-            return f"table {name!r}: row {number} is not a row ({', '.join(ROW_TEXT)}, aliases)"
+            return f"{where}: row {number} is not a row ({', '.join(ROW_TEXT)}, aliases)"
     if not isinstance(retired, list) or not all(
         isinstance(gone, dict)
         and isinstance(gone.get("key"), str)
         and isinstance(gone.get("group"), str)
         for gone in retired
     ):
-        return f"table {name!r}: retired is not a list of {{key, group, reason}}"
+        return f"{where}: retired is not a list of {{key, group, reason}}"
     kinds = part.get("kinds", {})
     if not isinstance(kinds, dict) or not all(
         isinstance(kinds.get(what, {}), dict)
         and all(isinstance(v, str) for v in kinds.get(what, {}).values())
         for what in ("written_when", "absent")
     ):
-        return f"table {name!r}: kinds is not {{written_when: {{...}}, absent: {{...}}}}"
+        return f"{where}: kinds is not {{written_when: {{...}}, absent: {{...}}}}"
     return None
 
 
@@ -196,13 +196,13 @@ def parse_lock(text: str) -> dict[str, Any]:
     if not isinstance(lock, dict):
         raise UnusableLock("it is not a JSON object")
     if isinstance(lock.get("tables"), dict):
-        parts = lock["tables"]
+        parts = {f"table {name!r}": part for name, part in lock["tables"].items()}
     elif "tables" not in lock and "rows" in lock:
-        parts = {"(top level)": lock}  # a lock from before the tables were named
+        parts = {"its table (a lock from before the tables were named)": lock}
     else:
         raise UnusableLock('it has neither "tables" nor "rows"')
-    for name, part in parts.items():
-        problem = _part_problem(name, part)
+    for where, part in parts.items():
+        problem = _part_problem(where, part)
         if problem is not None:
             raise UnusableLock(problem)
     breaks = lock.get("breaks", [])

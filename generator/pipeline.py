@@ -17,6 +17,7 @@ from generator.evolution import (
     Meaning,
     UnusableLock,
     classify,
+    conflict_line,
     merge_breaks,
     merge_sides,
     parse_lock,
@@ -83,14 +84,6 @@ class Generated:
     notes: list[str] = field(default_factory=list)
 
 
-RESTORE = (
-    f"restore it from git (`git checkout -- {{output}}/{LOCK_NAME}`; during a merge, resolve "
-    "the table first, then run `specgen generate --new-lock`, which reads both sides of the "
-    "conflict and keeps both histories of breaks), or, deliberately, write a new lock from "
-    "the table as it is with `specgen generate --new-lock`"
-)
-
-
 @dataclass
 class _OldLock:
     """The lock as last generated, read from disk: ``lock`` None for a fresh project (no
@@ -100,6 +93,22 @@ class _OldLock:
     lock: dict[str, Any] | None
     text: str | None = None
     problem: str | None = None
+
+
+def _way_out(old: _OldLock, output: str) -> str:
+    """What to do about an unusable lock: restore it from git, or replace it deliberately."""
+    where = f"{output}/{LOCK_NAME}"
+    if old.text is not None and conflict_line(old.text) is not None:
+        return (
+            "resolve the table (and the dataclass) as the merge should be, leave the lock as "
+            "git left it, and run `specgen generate --new-lock`: it checks the merged table "
+            "against both branches' locks and keeps both histories of breaks"
+        )
+    return (
+        f"restore it from git (`git checkout -- {where}`), which keeps its history of breaks; "
+        "or, deliberately, write it anew from the table as it is with "
+        "`specgen generate --new-lock` (the edits since the last usable lock go unchecked)"
+    )
 
 
 def _read_old_lock(config: Config) -> _OldLock:
@@ -207,7 +216,7 @@ def generate(
             raise GeneratorError(
                 f"{where} is unusable: {old.problem}. It records the table as last generated "
                 "and the breaks allowed so far; without it no table edit can be checked.\n  "
-                "Way out: " + RESTORE.format(output=config.output_name) + "."
+                f"Way out: {_way_out(old, config.output_name)}."
             )
         if old.problem is None and new_lock:
             raise GeneratorError(

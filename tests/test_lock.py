@@ -106,8 +106,7 @@ def test_a_lock_with_conflict_markers_refuses_a_careless_merge_that_removes_a_ro
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "generated/table.lock.json is unusable: it holds merge-conflict markers" in result.stderr
-    assert "git checkout -- generated/table.lock.json" in result.stderr
-    assert "--new-lock" in result.stderr
+    assert "leave the lock as git left it, and run `specgen generate --new-lock`" in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
 
@@ -138,6 +137,8 @@ def test_an_unusable_lock_exits_2_never_no_lock(repo_copy: Path, text: str, comm
     result = run_specgen(repo_copy, command)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "generated/table.lock.json is unusable" in result.stderr
+    assert "restore it from git (`git checkout -- generated/table.lock.json`)" in result.stderr
+    assert "`specgen generate --new-lock`" in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
 
