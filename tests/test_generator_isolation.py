@@ -111,3 +111,27 @@ def test_a_process_that_imported_the_projects_own_package_runs(
     )
     result = run(b, [b], "-c", script)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_venvs_editable_install_of_this_checkout_renders_b_from_bs_table(
+    tmp_path: Path,
+) -> None:
+    """The venv installs this checkout (A) editable: its generator runs. B's table differs
+    from A's, so B's generated/ is stale against B's table (exit 1), and would be clean
+    against A's (exit 0: the bug)."""
+    b = copy_repo(tmp_path / "B")
+    table = b / TABLE
+    table.write_text(table.read_text().replace(DOC, 'doc="Output order, as checkout B has it."'))
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    before = snapshot(b / "generated")
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "--root", str(b), "check"],
+        cwd="/",
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "generated/fields.md is stale" in result.stderr
+    assert snapshot(b / "generated") == before
