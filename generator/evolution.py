@@ -230,6 +230,8 @@ def merge_sides(text: str) -> tuple[str, str] | None:
             state = "theirs"
         elif marker == ">>>>>>>" and state == "theirs":
             state = "both"
+        elif line.startswith(CONFLICT_MARKERS):
+            return None  # a marker out of place: not git's conflict
         elif state in ("both", "ours"):
             sides[0].append(line)
             if state == "both":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from generator.evolution import merge_sides
 from tests.helpers import run_specgen, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
@@ -330,3 +331,16 @@ def test_a_lock_from_before_the_tables_were_named_is_still_read(repo_copy: Path)
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "key 'region_dispatch' (region_dispatch) removed without retiring it" in result.stderr
+
+
+# ------------------------------------------------------------------ reading a conflict
+
+
+def test_both_sides_of_a_diff3_conflict_leave_the_base_out() -> None:
+    text = "a\n<<<<<<< HEAD\nours\n||||||| base\nbase\n=======\ntheirs\n>>>>>>> other\nz\n"
+    assert merge_sides(text) == ("a\nours\nz\n", "a\ntheirs\nz\n")
+
+
+def test_markers_that_do_not_nest_as_git_writes_them_are_no_two_sides() -> None:
+    assert merge_sides("a\n<<<<<<< HEAD\nours\nz\n") is None
+    assert merge_sides("a\n=======\nz\n") is None
