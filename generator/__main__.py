@@ -1,6 +1,7 @@
 """The command line: ``specgen`` / ``python -m generator``.
 
-    specgen [--root DIR] generate   write generated/ (the default when no command is given)
+    specgen [--root DIR] generate   write generated/ (the default when no command is given);
+                                    --allow-breaking, --new-lock: see README
     specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
     specgen [--root DIR] diff       write nothing; print the diff only
     specgen [--root DIR] table      print the field tables
@@ -23,6 +24,7 @@ from generator.errors import GeneratorError
 from generator.pipeline import generate, load_validated_tables
 
 COMMANDS = ("generate", "check", "diff", "table")
+GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
 
 
 class ExitStatus(IntEnum):
@@ -74,6 +76,18 @@ def _parser() -> argparse.ArgumentParser:
                 help="accept a table edit that breaks existing artifacts, and record it in "
                 "generated/table.lock.json",
             )
+            command.add_argument(
+                "--new-lock",
+                action="store_true",
+                help="replace an unusable generated/table.lock.json (conflict markers, garbage, "
+                "deleted): merge both sides of a conflict, else write it anew from the table, "
+                "keeping every break it can read",
+            )
+        else:  # accepted only to be refused with a clear message (_command)
+            for flag in GENERATE_ONLY:
+                command.add_argument(
+                    flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+                )
     return parser
 
 
@@ -88,6 +102,13 @@ def _command(args: argparse.Namespace) -> str:
             f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
             f"`specgen {alias[2:]}`"
         )
+    for flag in GENERATE_ONLY:
+        if args.command != "generate" and hasattr(args, flag[2:].replace("-", "_")):
+            raise UsageError(
+                f"`specgen {args.command} {flag}` means nothing: {flag} changes what "
+                f"`specgen generate` writes, and {args.command} writes nothing; run "
+                f"`specgen generate {flag}`"
+            )
     return str(args.command)
 
 
@@ -112,15 +133,22 @@ def format_table(config_root: Path) -> str:
     return "\n".join(out)
 
 
-def _run_command(command: str, root: Path, allow_breaking: bool = False) -> ExitStatus:
+def _run_command(
+    command: str, root: Path, allow_breaking: bool = False, new_lock: bool = False
+) -> ExitStatus:
     if command == "table":
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
     config = load_config(root)
     generated = generate(
-        config, allow_breaking=allow_breaking, refuse_breaking=command == "generate"
+        config,
+        allow_breaking=allow_breaking,
+        refuse_breaking=command == "generate",
+        new_lock=new_lock,
     )
     expected = generated.files
+    for note in generated.notes:
+        print(note)
     if generated.changes:
         # What the table edit does to artifacts, before the files it changes.
         print(
@@ -176,7 +204,12 @@ def run(argv: list[str] | None = None) -> int:
     try:
         command = _command(args)
         root = (args.root or find_root(Path.cwd())).resolve()
-        return _run_command(command, root, getattr(args, "allow_breaking", False))
+        return _run_command(
+            command,
+            root,
+            allow_breaking=getattr(args, "allow_breaking", False),
+            new_lock=getattr(args, "new_lock", False),
+        )
     except GeneratorError as exc:
         print(f"specgen: {exc}", file=sys.stderr)
         return ExitStatus.BAD_INPUT

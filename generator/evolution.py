@@ -7,9 +7,22 @@ written, the way ``buf breaking`` classifies a protobuf change.
 - changes the bytes freeze writes: rows reordered, a freeze kind changed, a key renamed
   with an alias or retired. Old artifacts load, but freezing again writes other bytes.
 - breaking: a key removed without retiring it, renamed without an alias, a rebuild kind
-  changed, a row moved to another group, an alias or a retired key dropped. Artifacts
-  written before may no longer load, or may mean something else: refused (exit 2) unless
+  changed, a row moved to another group, an alias or a retired key dropped, a retired key
+  moved to another group, a used rebuild kind's absent value changed. Artifacts written
+  before may no longer load, or may mean something else: refused (exit 2) unless
   ``--allow-breaking``, which records the break in the lock.
+
+Besides the rows, the lock records the meaning old artifacts depend on: each used kind's
+write condition (``WRITTEN_WHEN``: a change changes the bytes freeze writes) and absent
+value (``ABSENT``: a change is breaking), and each retired key's group. A lock written
+before these records has nothing to compare for them.
+
+A lock that cannot be read (merge-conflict markers, garbage, a malformed list of breaks,
+or missing beside other generated files) is ``UnusableLock``, never "no lock": reading
+it as none would turn the breaking-edit gate off and erase the recorded breaks. A lock
+with conflict markers is two branches' locks: ``merge_sides`` reads both, so
+``specgen generate --new-lock`` can check the merged table against each and keep both
+histories of breaks.
 
 Pure functions of plain data; the pipeline reads the old lock and the emit step writes
 the new one with the rest of generated/.
@@ -18,13 +31,24 @@ the new one with the rest of generated/.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generator.errors import GeneratorError
 from generator.table import Table, Tables
 
 LOCK_NAME = "table.lock.json"
 COMPATIBLE, BYTES, BREAKING = "compatible", "changes the bytes freeze writes", "breaking"
+# What the kinds module declares about each kind, as the lock records it: "written_when"
+# (freeze kind -> write condition) and "absent" (rebuild kind -> what a missing key gives).
+Meaning = Mapping[str, Mapping[str, str]]
+ROW_TEXT = ("name", "key", "group", "freeze", "rebuild")
+CONFLICT_MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
+
+
+class UnusableLock(GeneratorError):
+    """A table lock that cannot be read as one; ``str()`` says why, in a few words."""
 
 
 @dataclass
@@ -65,18 +89,39 @@ def lock_rows(table: Table) -> list[dict[str, Any]]:
     ]
 
 
-def _table_lock(table: Table) -> dict[str, Any]:
+def table_meaning(table: Table, meaning: Meaning) -> dict[str, dict[str, str]]:
+    """What the kinds the table's keyed rows use mean: each freeze kind's write condition
+    and each rebuild kind's absent value, sorted by kind."""
+    written_when, absent = meaning.get("written_when", {}), meaning.get("absent", {})
+    freeze = sorted({row.freeze for row in table.keyed if row.freeze in written_when})
+    rebuild = sorted({row.rebuild for row in table.keyed if row.rebuild in absent})
     return {
+        "written_when": {kind: written_when[kind] for kind in freeze},
+        "absent": {kind: absent[kind] for kind in rebuild},
+    }
+
+
+def _table_lock(table: Table, meaning: Meaning | None) -> dict[str, Any]:
+    part: dict[str, Any] = {
         "rows": lock_rows(table),
         "retired": [
             {"key": gone.key, "group": gone.group, "reason": gone.reason} for gone in table.retired
         ],
     }
+    if meaning is not None:
+        part["kinds"] = table_meaning(table, meaning)
+    return part
 
 
-def lock_of(tables: Tables, breaks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The lock to write: each table's rows and retired keys, and every break allowed so far."""
-    return {"tables": {table.name: _table_lock(table) for table in tables}, "breaks": breaks}
+def lock_of(
+    tables: Tables, breaks: list[dict[str, Any]], meaning: Meaning | None = None
+) -> dict[str, Any]:
+    """The lock to write: each table's rows, retired keys and (given the kinds module's
+    ``meaning``) the meaning of the kinds it uses; and every break allowed so far."""
+    return {
+        "tables": {table.name: _table_lock(table, meaning) for table in tables},
+        "breaks": breaks,
+    }
 
 
 def locked_tables(lock: dict[str, Any], first: str) -> dict[str, Any]:
@@ -87,27 +132,150 @@ def locked_tables(lock: dict[str, Any], first: str) -> dict[str, Any]:
     return {first: lock}
 
 
-def parse_lock(text: str) -> dict[str, Any] | None:
-    """A lock read from disk, or None when it is not one (then there is nothing to compare)."""
+def _is_text_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _part_problem(where: str, part: Any) -> str | None:
+    """Why one table's part of a lock (``where``: which, for the message) is not one, or None."""
+    if not isinstance(part, dict):
+        return f"{where} is not an object"
+    rows, retired = part.get("rows"), part.get("retired", [])
+    if not isinstance(rows, list):
+        return f"{where} has no list of rows"
+    for number, row in enumerate(rows, start=1):
+        if not (
+            isinstance(row, dict)
+            and all(isinstance(row.get(text), str) for text in ROW_TEXT)
+            and _is_text_list(row.get("aliases", []))
+        ):
+            return f"{where}: row {number} is not a row ({', '.join(ROW_TEXT)}, aliases)"
+    if not isinstance(retired, list) or not all(
+        isinstance(gone, dict)
+        and isinstance(gone.get("key"), str)
+        and isinstance(gone.get("group"), str)
+        for gone in retired
+    ):
+        return f"{where}: retired is not a list of {{key, group, reason}}"
+    kinds = part.get("kinds", {})
+    if not isinstance(kinds, dict) or not all(
+        isinstance(kinds.get(what, {}), dict)
+        and all(isinstance(v, str) for v in kinds.get(what, {}).values())
+        for what in ("written_when", "absent")
+    ):
+        return f"{where}: kinds is not {{written_when: {{...}}, absent: {{...}}}}"
+    return None
+
+
+def _is_break(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("change"), str)
+        and isinstance(item.get("table_sha256", ""), str)
+    )
+
+
+def conflict_line(text: str) -> int | None:
+    """The 1-based line of the first merge-conflict marker in ``text``, or None."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith(CONFLICT_MARKERS):
+            return number
+    return None
+
+
+def parse_lock(text: str) -> dict[str, Any]:
+    """A lock read from disk; ``UnusableLock`` when it is not one. Never "no lock": that
+    would turn the breaking-edit gate off and erase the breaks recorded so far."""
+    line = conflict_line(text)
+    if line is not None:
+        raise UnusableLock(f"it holds merge-conflict markers (line {line})")
     try:
         lock = json.loads(text)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        raise UnusableLock(f"it is not JSON ({exc})") from None
     if not isinstance(lock, dict):
-        return None
-    if not isinstance(lock.get("tables"), dict) and not isinstance(lock.get("rows"), list):
-        return None
+        raise UnusableLock("it is not a JSON object")
+    if isinstance(lock.get("tables"), dict):
+        parts = {f"table {name!r}": part for name, part in lock["tables"].items()}
+    elif "tables" not in lock and "rows" in lock:
+        parts = {"its table (a lock from before the tables were named)": lock}
+    else:
+        raise UnusableLock('it has neither "tables" nor "rows"')
+    for where, part in parts.items():
+        problem = _part_problem(where, part)
+        if problem is not None:
+            raise UnusableLock(problem)
+    breaks = lock.get("breaks", [])
+    if not isinstance(breaks, list):
+        raise UnusableLock('its "breaks" is not a list')
+    for number, item in enumerate(breaks, start=1):
+        if not _is_break(item):
+            raise UnusableLock(f'break {number} is not {{"change": ..., "table_sha256": ...}}')
     return lock
 
 
-def classify(lock: dict[str, Any], tables: Tables) -> Changes:
-    """Classify every edit from ``lock`` (the tables as last generated) to ``tables``."""
+def merge_sides(text: str) -> tuple[str, str] | None:
+    """The two sides of a lock git left with conflict markers: (ours, theirs), each the
+    common lines plus its side of every conflict (a diff3 base section is left out).
+    None when the markers do not nest as git writes them."""
+    sides: tuple[list[str], list[str]] = ([], [])
+    state = "both"  # both, ours, base, theirs
+    for line in text.splitlines(keepends=True):
+        marker = line[:7]
+        if marker == "<<<<<<<" and state == "both":
+            state = "ours"
+        elif marker == "|||||||" and state == "ours":
+            state = "base"
+        elif marker == "=======" and state in ("ours", "base"):
+            state = "theirs"
+        elif marker == ">>>>>>>" and state == "theirs":
+            state = "both"
+        elif line.startswith(CONFLICT_MARKERS):
+            return None  # a marker out of place: not git's conflict
+        elif state in ("both", "ours"):
+            sides[0].append(line)
+            if state == "both":
+                sides[1].append(line)
+        elif state == "theirs":
+            sides[1].append(line)
+    if state != "both":
+        return None
+    return "".join(sides[0]), "".join(sides[1])
+
+
+def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
+    """What can be saved of an unusable lock's breaks: the well-formed entries (of both
+    sides, for a conflicted lock) and how many entries could not be read."""
+    sides = merge_sides(text) if conflict_line(text) is not None else (text,)
+    found: list[dict[str, Any]] = []
+    unread = 0
+    for side in sides or (text,):
+        try:
+            breaks = json.loads(side).get("breaks", [])
+        except (ValueError, AttributeError):
+            continue
+        items = breaks if isinstance(breaks, list) else [breaks]
+        unread += sum(1 for item in items if not _is_break(item))
+        found = merge_breaks(found, [item for item in items if _is_break(item)])
+    return found, unread
+
+
+def merge_breaks(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Both histories of breaks: ``first``'s, then those of ``second`` it lacks."""
+    return first + [item for item in second if item not in first]
+
+
+def classify(lock: dict[str, Any], tables: Tables, meaning: Meaning | None = None) -> Changes:
+    """Classify every edit from ``lock`` (the tables as last generated) to ``tables``;
+    given the kinds module's ``meaning``, also every change of what a used kind means."""
     changes = Changes()
     locked = locked_tables(lock, tables.tables[0].name)
     for table in tables:
         # A table the lock does not know yet: every row of it is new.
         part = Changes()
         _classify_table(locked.get(table.name, {"rows": []}), table, part)
+        if meaning is not None:
+            _compare_meaning(locked.get(table.name, {}), table, meaning, part)
         label = f"{table.name} table: "
         changes.compatible += [label + item for item in part.compatible]
         changes.bytes += [label + item for item in part.bytes]
@@ -117,10 +285,12 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
 
 def _classify_table(lock: dict[str, Any], table: Table, changes: Changes) -> None:
     old_rows = {row["key"]: row for row in lock.get("rows", []) if isinstance(row, dict)}
-    old_retired = {gone["key"] for gone in lock.get("retired", []) if isinstance(gone, dict)}
+    old_retired = {
+        (gone["key"], gone["group"]) for gone in lock.get("retired", []) if isinstance(gone, dict)
+    }
     new_rows = {row["key"]: row for row in lock_rows(table)}
     aliases = {alias: row for row in new_rows.values() for alias in row["aliases"]}
-    retired = {gone.key for gone in table.retired}
+    retired = {(gone.key, gone.group) for gone in table.retired}
 
     for key, old in old_rows.items():
         new = new_rows.get(key)
@@ -131,7 +301,7 @@ def _classify_table(lock: dict[str, Any], table: Table, changes: Changes) -> Non
                 f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
                 "(an alias), freeze now writes the new key"
             )
-        elif key in retired:
+        elif (key, old["group"]) in retired:
             changes.bytes.append(f"key {key!r} retired: rebuild accepts and drops it")
         else:
             renamed = next((r for r in new_rows.values() if r["name"] == old["name"]), None)
@@ -148,12 +318,44 @@ def _classify_table(lock: dict[str, Any], table: Table, changes: Changes) -> Non
     for key, new in new_rows.items():
         if key not in old_rows and not set(new["aliases"]) & set(old_rows):
             changes.compatible.append(f"row added: {new['name']} (key {key!r}, {new['group']})")
-    for key in sorted(old_retired - retired):
-        if key not in new_rows and key not in aliases:
+    for key, group in sorted(old_retired - retired):
+        back = new_rows.get(key) or aliases.get(key)
+        if back is not None and back["group"] == group:
+            continue  # a row reads the key again, in the same place
+        moved = sorted(other for gone, other in retired if gone == key)
+        if moved:
+            changes.breaking.append(
+                f"retired key {key!r} moved from {group} to {', '.join(moved)}: artifacts "
+                f"holding it in {group} no longer load"
+            )
+        else:
             changes.breaking.append(
                 f"retired key {key!r} dropped: artifacts holding it no longer load"
             )
     _compare_order(old_rows, new_rows, changes)
+
+
+def _compare_meaning(
+    lock: dict[str, Any], table: Table, meaning: Meaning, changes: Changes
+) -> None:
+    # A lock from before the kinds' meaning was recorded: unknown, nothing to compare.
+    old = lock.get("kinds")
+    if not isinstance(old, dict):
+        return
+    new = table_meaning(table, meaning)
+    for kind, was in sorted(old.get("absent", {}).items()):
+        now = new["absent"].get(kind)
+        if now is not None and now != was:
+            keys = ", ".join(repr(row.key) for row in table.keyed if row.rebuild == kind)
+            changes.breaking.append(
+                f"rebuild kind {kind}: a missing key now gives {now}, was {was}: old "
+                f"artifacts without {keys} now mean something else"
+            )
+    for kind, was in sorted(old.get("written_when", {}).items()):
+        now = new["written_when"].get(kind)
+        if now is not None and now != was:
+            keys = ", ".join(repr(row.key) for row in table.keyed if row.freeze == kind)
+            changes.bytes.append(f"freeze kind {kind}: {keys} now written when {now}, was {was}")
 
 
 def _compare_row(key: str, old: dict[str, Any], new: dict[str, Any], changes: Changes) -> None:
@@ -193,19 +395,20 @@ def _compare_order(
             changes.bytes.append(f"{group} rows reordered: {', '.join(after)}")
 
 
-def ways_forward(changes: Changes) -> str:
+def ways_forward(changes: Changes, allow: str = "specgen generate --allow-breaking") -> str:
     """The message for a refused breaking edit: each change, then what to do."""
     return (
         "the table edit breaks artifacts written before it:\n"
         + "\n".join(f"  - {item}" for item in changes.breaking)
         + '\n  Ways forward: keep reading an old key with aliases=("old_key",) on its row; '
         "retire a removed key with RetiredKey(key, group, reason) in RETIRED_KEYS; or, if the "
-        "break is deliberate, run `specgen generate --allow-breaking` to record it in "
+        f"break is deliberate, run `{allow}` to record it in "
         f"generated/{LOCK_NAME}."
     )
 
 
-def record_breaks(lock: dict[str, Any], changes: Changes, table: Tables) -> list[dict[str, Any]]:
-    """The lock's recorded breaks, plus these (each with the table digest that allowed it)."""
-    breaks = [item for item in lock.get("breaks", []) if isinstance(item, dict)]
+def record_breaks(
+    breaks: list[dict[str, Any]], changes: Changes, table: Tables
+) -> list[dict[str, Any]]:
+    """The recorded breaks, all kept, plus these (each with the table digest that allowed it)."""
     return breaks + [{"change": item, "table_sha256": table.digest} for item in changes.breaking]

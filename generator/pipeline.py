@@ -3,7 +3,7 @@ kinds -> name clashes -> render -> format -> evolution lock; files in memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
@@ -14,12 +14,18 @@ from generator.errors import GeneratorError
 from generator.evolution import (
     LOCK_NAME,
     Changes,
+    Meaning,
+    UnusableLock,
     classify,
+    conflict_line,
+    merge_breaks,
+    merge_sides,
     parse_lock,
+    readable_breaks,
     record_breaks,
     ways_forward,
 )
-from generator.kinds import STEPS, check_macros, read_kinds
+from generator.kinds import STEPS, KindFacts, check_macros, read_kinds
 from generator.render import (
     check_kind_calls,
     check_name_clashes,
@@ -30,14 +36,20 @@ from generator.render import (
 from generator.table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
-def _environment(config: Config) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format]:
-    """The templates' environment, once the kinds module and the macros agree; and the
-    declared kinds of each step."""
+def _kinds_environment(
+    config: Config,
+) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format, KindFacts]:
     kinds = read_kinds(config.root, config.kinds)
     form = load_format(config)
     env = make_environment(config, kinds, form)
     check_macros(kinds, known_kinds(env), config.templates_name)
-    return env, {step: kinds.kinds(step) for step in STEPS}, form
+    return env, {step: kinds.kinds(step) for step in STEPS}, form, kinds
+
+
+def _environment(config: Config) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format]:
+    """The templates' environment, once the kinds module and the macros agree; and the
+    declared kinds of each step."""
+    return _kinds_environment(config)[:3]
 
 
 def _validated(
@@ -64,18 +76,111 @@ def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None
 
 @dataclass
 class Generated:
-    """Every declared output's exact text, and how the tables changed since the lock."""
+    """Every declared output's exact text, how the tables changed since the lock, and
+    what the command line should say about a lock it replaced."""
 
     files: dict[str, str]
     changes: Changes
+    notes: list[str] = field(default_factory=list)
 
 
-def _old_lock(config: Config) -> dict[str, Any] | None:
-    # Read, never written, here: the lock as last generated, if generated/ has one.
+@dataclass
+class _OldLock:
+    """The lock as last generated, read from disk: ``lock`` None for a fresh project (no
+    generated file at all), ``text`` None when the file is missing, ``problem`` why it is
+    unusable (None: usable)."""
+
+    lock: dict[str, Any] | None
+    text: str | None = None
+    problem: str | None = None
+
+
+def _way_out(old: _OldLock, output: str) -> str:
+    """What to do about an unusable lock: restore it from git, or replace it deliberately."""
+    where = f"{output}/{LOCK_NAME}"
+    if old.text is not None and conflict_line(old.text) is not None:
+        return (
+            "resolve the table (and the dataclass) as the merge should be, leave the lock as "
+            "git left it, and run `specgen generate --new-lock`: it checks the merged table "
+            "against both branches' locks and keeps both histories of breaks"
+        )
+    return (
+        f"restore it from git (`git checkout -- {where}`), which keeps its history of breaks; "
+        "or, deliberately, write it anew from the table as it is with "
+        "`specgen generate --new-lock` (the edits since the last usable lock go unchecked)"
+    )
+
+
+def _read_old_lock(config: Config) -> _OldLock:
+    # Read, never written, here: the lock as last generated.
+    path = config.output / LOCK_NAME
+    if not config.output.is_dir():
+        # No generated/ folder: a fresh project. Something else by that name: not a lock
+        # problem, and the writing step refuses it as what it is.
+        return _OldLock(None)
     try:
-        return parse_lock((config.output / LOCK_NAME).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        others = [name for name in config.outputs if name != LOCK_NAME]
+        if not any((config.output / name).exists() for name in others):
+            return _OldLock(None)  # a fresh project: nothing generated yet, nothing to compare
+        return _OldLock(None, problem="it is missing, but the other generated files are there")
+    except (OSError, UnicodeDecodeError) as exc:
+        return _OldLock(None, problem=f"it cannot be read ({exc})")
+    try:
+        return _OldLock(parse_lock(text), text)
+    except UnusableLock as exc:
+        return _OldLock(None, text, str(exc))
+
+
+def _merged(
+    text: str, tables: Tables, meaning: Meaning
+) -> tuple[Changes, list[dict[str, Any]]] | None:
+    """For a lock git left with conflict markers, when both sides are locks: the merged
+    table's changes against each branch's lock (a break one branch recorded is no change
+    for the other), and both branches' breaks."""
+    sides = merge_sides(text)
+    if sides is None:
         return None
+    try:
+        ours, theirs = parse_lock(sides[0]), parse_lock(sides[1])
+    except UnusableLock:
+        return None
+    against_ours, against_theirs = (
+        classify(ours, tables, meaning),
+        classify(theirs, tables, meaning),
+    )
+    recorded_ours = {item["change"] for item in ours.get("breaks", [])}
+    recorded_theirs = {item["change"] for item in theirs.get("breaks", [])}
+    breaking = [c for c in against_ours.breaking if c not in recorded_theirs]
+    breaking += [c for c in against_theirs.breaking if c not in recorded_ours and c not in breaking]
+    changes = Changes(against_ours.compatible, against_ours.bytes, breaking)
+    return changes, merge_breaks(ours.get("breaks", []), theirs.get("breaks", []))
+
+
+def _new_lock(
+    old: _OldLock, tables: Tables, meaning: Meaning, output: str
+) -> tuple[Changes, list[dict[str, Any]], list[str]]:
+    """``--new-lock``: the changes and breaks of a lock that replaces an unusable one."""
+    where = f"{output}/{LOCK_NAME}"
+    if old.text is not None and (merged := _merged(old.text, tables, meaning)) is not None:
+        changes, breaks = merged
+        return (
+            changes,
+            breaks,
+            [
+                f"specgen: {where}: merged both sides of the conflict; the table was checked "
+                f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
+            ],
+        )
+    breaks, unread = readable_breaks(old.text) if old.text is not None else ([], 0)
+    notes = [
+        f"specgen: {where}: written anew from the table as it is; table edits since the last "
+        f"usable lock were not checked. Kept {len(breaks)} recorded break(s)"
+        + (f"; {unread} entry(ies) of breaks could not be read and are gone" if unread else "")
+        + (" (a missing lock's breaks are only in git)" if old.text is None else "")
+    ]
+    return Changes(), breaks, notes
 
 
 def generate(
@@ -84,19 +189,49 @@ def generate(
     *,
     allow_breaking: bool = False,
     refuse_breaking: bool = True,
+    new_lock: bool = False,
 ) -> Generated:
     """Render every declared output, after classifying the tables' edit against the lock
     of the tables as last generated. A breaking edit is a GeneratorError unless
     ``allow_breaking``, which records it in the new lock; with ``refuse_breaking`` off
     (check, diff: they write nothing) it is only reported, and the lock shows as drift.
-    Touches no file."""
+    An unusable lock is a GeneratorError naming the way out, unless ``new_lock``, which
+    replaces it (and only it: a usable lock is never replaced). Touches no file."""
     check_formatter(config)
-    env, declared, form = _environment(config)
+    env, declared, form, kinds = _kinds_environment(config)
     tables = _validated(env, declared, form, config, loaded)
-    lock = _old_lock(config) if LOCK_NAME in config.outputs else None
-    changes = classify(lock, tables) if lock is not None else Changes()
+    meaning = {"written_when": kinds.written_when, "absent": kinds.absent}
+    changes = Changes()
+    breaks: list[dict[str, Any]] = []
+    notes: list[str] = []
+    if new_lock and LOCK_NAME not in config.outputs:
+        raise GeneratorError(
+            f"--new-lock writes {config.output_name}/{LOCK_NAME}, which is no declared output "
+            "in [tool.specgen] of pyproject.toml: run `specgen generate`"
+        )
+    if LOCK_NAME in config.outputs:
+        old = _read_old_lock(config)
+        where = f"{config.output_name}/{LOCK_NAME}"
+        if old.problem is not None and not new_lock:
+            raise GeneratorError(
+                f"{where} is unusable: {old.problem}. It records the table as last generated "
+                "and the breaks allowed so far; without it no table edit can be checked.\n  "
+                f"Way out: {_way_out(old, config.output_name)}."
+            )
+        if old.problem is None and new_lock:
+            raise GeneratorError(
+                f"--new-lock replaces an unusable {where}, but "
+                + ("there is none yet" if old.lock is None else "it is usable")
+                + ": run `specgen generate` (with --allow-breaking to accept a breaking edit)"
+            )
+        if old.problem is not None:
+            changes, breaks, notes = _new_lock(old, tables, meaning, config.output_name)
+        elif old.lock is not None:
+            changes = classify(old.lock, tables, meaning)
+            breaks = list(old.lock.get("breaks", []))
     if changes.breaking and refuse_breaking and not allow_breaking:
-        raise GeneratorError(ways_forward(changes))
-    breaks = record_breaks(lock or {}, changes if allow_breaking else Changes(), tables)
+        allow = "specgen generate --new-lock --allow-breaking" if new_lock else None
+        raise GeneratorError(ways_forward(changes, *(allow,) if allow else ()))
+    breaks = record_breaks(breaks, changes if allow_breaking else Changes(), tables)
     files = build_outputs(render_all(env, tables, config, breaks), tables, config)
-    return Generated(files, changes)
+    return Generated(files, changes, notes)

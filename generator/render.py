@@ -14,6 +14,7 @@ import dataclasses
 import json
 import traceback
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +107,33 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     folder = env.globals["templates_folder"]
     if isinstance(exc, jinja2.TemplateNotFound):
         return GeneratorError(f"{folder}/: template {exc.name!r} not found (imported by another)")
-    # Jinja rewrites tracebacks so template frames carry the template's file and line.
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if frame.filename.endswith(TEMPLATE_SUFFIX):
-            return GeneratorError(f"{folder}/{Path(frame.filename).name}:{frame.lineno}: {exc}")
+    # Jinja rewrites the tracebacks of render() so template frames carry the template's
+    # file and line; a template's module (``.module``, kinds.j2's macros) is not rewritten:
+    # its frames run the compiled code, whose line the template maps back.
+    for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        filename = frame.f_code.co_filename
+        if filename.endswith(TEMPLATE_SUFFIX):
+            compiled = frame.f_globals.get("__jinja_template__")
+            if isinstance(compiled, jinja2.Template):
+                line = compiled.get_corresponding_lineno(line)
+            return GeneratorError(f"{folder}/{Path(filename).name}:{line}: {exc}")
     name = getattr(exc, "name", None) or getattr(exc, "filename", None)
     lineno = getattr(exc, "lineno", None)
     where = f"{folder}/{name}" + (f":{lineno}" if lineno else "") if name else f"{folder}/"
     return GeneratorError(f"{where}: {exc}")
+
+
+@contextmanager
+def _one_message(env: jinja2.Environment) -> Iterator[None]:
+    """Any error a template raises while it renders (a Jinja error, or an expression that
+    raised, ``{{ 1 // 0 }}``) as one message naming the template and line, never a
+    traceback; the generator's own refusals pass through as they are."""
+    try:
+        yield
+    except GeneratorError:
+        raise
+    except Exception as exc:
+        raise _template_error(env, exc) from None
 
 
 def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
@@ -124,10 +144,8 @@ def known_kinds(env: jinja2.Environment) -> dict[str, tuple[str, ...]]:
         raise GeneratorError(
             f"{folder}/{KINDS_TEMPLATE} is missing: it holds one macro per kind; restore it"
         )
-    try:
+    with _one_message(env):  # kinds.j2's top level renders here, once
         module = env.get_template(KINDS_TEMPLATE).module
-    except jinja2.TemplateError as exc:
-        raise _template_error(env, exc) from None
     macros = sorted(name for name in dir(module) if not name.startswith("_"))
     overrides = {
         step: tuple(name.removeprefix(f"{step}_") for name in macros if name.startswith(f"{step}_"))
@@ -191,8 +209,17 @@ def _called_functions(env: jinja2.Environment, tables: Tables, step: str) -> lis
     problems = []
     for table in tables:
         for row in table.keyed:
-            block = _row_block(env, table, row, step)
-            names = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.Name)]
+            with _one_message(env):  # a broken macro: one message, never a traceback
+                block = _row_block(env, table, row, step)
+            try:
+                tree = ast.parse(block)
+            except SyntaxError as exc:
+                raise GeneratorError(
+                    f"{_row_label(table, row)}: its {step} block (in "
+                    f"{env.globals['templates_folder']}/{KINDS_TEMPLATE}) is not valid Python: "
+                    f"{exc.msg}\n  {(exc.text or '').strip()}"
+                ) from None
+            names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
             bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
             calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
             calls -= _BLOCK_CONTEXT | set(dir(builtins))
@@ -217,11 +244,8 @@ def _row_label(table: Table, row: Any) -> str:
 def check_kind_calls(env: jinja2.Environment, tables: Tables) -> None:
     """Refuse a row whose generated block would use a name the kinds module does not
     define (a macro added without its function, say), naming the row."""
-    try:
-        for step in STEPS:
-            _called_functions(env, tables, step)
-    except jinja2.TemplateError as exc:  # a broken macro: one message, never a traceback
-        raise _template_error(env, exc) from None
+    for step in STEPS:
+        _called_functions(env, tables, step)
 
 
 def _context(env: jinja2.Environment, tables: Tables) -> dict[str, Any]:
@@ -235,6 +259,14 @@ def _context(env: jinja2.Environment, tables: Tables) -> dict[str, Any]:
     }
 
 
+def _meaning(env: jinja2.Environment) -> dict[str, dict[str, str]]:
+    """The kinds' meaning the lock records: each freeze kind's write condition and each
+    rebuild kind's absent value, as the kinds module declares them (KindFacts)."""
+    written_when: dict[str, str] = env.globals.get("written_when", {})  # type: ignore[assignment]
+    absent: dict[str, str] = env.globals.get("absent", {})  # type: ignore[assignment]
+    return {"written_when": dict(written_when), "absent": dict(absent)}
+
+
 def render_all(
     env: jinja2.Environment,
     tables: Tables,
@@ -243,24 +275,12 @@ def render_all(
 ) -> dict[str, str]:
     """Render each declared output (unformatted), keyed by file name. ``breaks``: the
     breaking table edits allowed so far, which the table lock keeps."""
-    try:
-        context = {**_context(env, tables), "lock": lock_of(tables, list(breaks))}
-    except jinja2.TemplateError as exc:
-        raise _template_error(env, exc) from None
-    except SyntaxError as exc:
-        raise GeneratorError(
-            f"{env.globals['templates_folder']}/{KINDS_TEMPLATE}: a macro rendered invalid "
-            f"Python: {exc.msg}\n  {(exc.text or '').strip()}"
-        ) from None
+    context = {**_context(env, tables), "lock": lock_of(tables, list(breaks), _meaning(env))}
     sources: dict[str, str] = {}
     for out_name, template in output_templates(env, config).items():
         module_file = f"{config.output_name}/{out_name}"
-        try:
+        with _one_message(env):  # an expression that raised ({{ 1 // 0 }}): one message
             source = env.get_template(template).render(context, module_file=module_file)
-        except jinja2.TemplateError as exc:
-            raise _template_error(env, exc) from None
-        except Exception as exc:  # an expression that raised ({{ 1 // 0 }}): one message
-            raise _template_error(env, exc) from None
         _check_rendered(source, out_name, module_file, f"{config.templates_name}/{template}")
         sources[out_name] = source
     return sources

@@ -179,11 +179,22 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
+    """Where ``module`` was imported from, when that is outside ``root``; else None. A
+    namespace package (no ``__file__``) is outside when none of its folders is inside."""
     file = getattr(module, "__file__", None)
-    if not file:
-        return None
-    path = Path(file).resolve()
-    return None if path.is_relative_to(root) else path
+    if file:
+        path = Path(file).resolve()
+        return None if path.is_relative_to(root) else path
+    folders = [Path(folder).resolve() for folder in getattr(module, "__path__", [])]
+    if folders and not any(folder.is_relative_to(root) for folder in folders):
+        return folders[0]
+    return None
+
+
+def _packages(name: str) -> list[str]:
+    """``a.b.c`` -> ``["a", "a.b", "a.b.c"]``: the modules importing ``name`` imports."""
+    parts = name.split(".")
+    return [".".join(parts[: n + 1]) for n in range(len(parts))]
 
 
 def _import_module(name: str, root: Path, what: str) -> ModuleType:
@@ -194,6 +205,21 @@ def _import_module(name: str, root: Path, what: str) -> ModuleType:
     """
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
+    # A module this process imported before (a caller that imported another checkout's
+    # package, then ran specgen in-process) is handed back as it is, whatever the path says.
+    before = {
+        held: sys.modules[held]
+        for held in _packages(name)
+        if held in sys.modules and _outside(sys.modules[held], root) is not None
+    }
+    if before:
+        held, module = next(iter(before.items()))
+        raise GeneratorError(
+            f"the {what} module {name!r} cannot be imported from the project {root}: this "
+            f"process already imported {held!r} from {_outside(module, root)}, another "
+            "checkout. Run specgen in a fresh process (`python -m generator --root ...`) "
+            "with this project's environment."
+        )
     try:
         module = importlib.import_module(name)
     except SystemExit as exc:  # user code may call sys.exit(); that must not end specgen

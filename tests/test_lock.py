@@ -1,0 +1,349 @@
+"""The table lock on disk, under edits and under faults (docs/contract.md §10, README "Evolving the
+table"): an unusable lock is exit 2 with the way out, never "no lock"; `--new-lock`
+replaces it deliberately, merging both sides of a conflict and keeping both histories of
+breaks; and the lock records the meaning old artifacts depend on (each used kind's write
+condition and absent value, each retired key's group), so changing it is classified.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from generator.evolution import merge_sides
+from tests.helpers import run_specgen, snapshot
+
+TABLE = "shardplan/table/spec_fields.py"
+SPEC = "shardplan/table/spec.py"
+KINDS = "shardplan/convert/kinds.py"
+LOCK = "generated/table.lock.json"
+REGION_ROW = (
+    '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
+    '              doc="Whether the module dispatches its region as a whole."),\n'
+)
+REGION_FIELD = "    region_dispatch: bool | None = None\n"
+OUT_NAMES_KEY = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN,'
+NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
+
+
+def edit(root: Path, relative: str, old: str, new: str) -> None:
+    path = root / relative
+    text = path.read_text()
+    assert text.count(old) == 1, f"test setup: {old!r} is not in {relative} once"
+    path.write_text(text.replace(old, new))
+
+
+def remove_region_dispatch(root: Path) -> None:
+    edit(root, TABLE, REGION_ROW, "")
+    edit(root, SPEC, REGION_FIELD, "")
+
+
+def rename_out_names_without_alias(root: Path) -> None:
+    edit(
+        root,
+        TABLE,
+        OUT_NAMES_KEY,
+        OUT_NAMES_KEY.replace('"out_names", GROUP', '"output_names", GROUP'),
+    )
+
+
+def retire_region_dispatch(root: Path, group: str) -> None:
+    remove_region_dispatch(root)
+    edit(
+        root,
+        TABLE,
+        NO_RETIRED,
+        "RETIRED_KEYS: tuple[RetiredKey, ...] = (\n"
+        f'    RetiredKey("region_dispatch", {group}, "dispatch moved to the runtime"),\n'
+        ")",
+    )
+
+
+def lock(root: Path) -> dict[str, object]:
+    return json.loads((root / LOCK).read_text())
+
+
+def conflicted(base: Path, ours: Path, theirs: Path) -> str:
+    """What git's textual merge of three locks leaves: the merged text with conflict markers."""
+    result = subprocess.run(
+        [
+            "git",
+            "merge-file",
+            "-p",
+            "-L",
+            "HEAD",
+            "-L",
+            "base",
+            "-L",
+            "other",
+            str(ours),
+            str(base),
+            str(theirs),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode > 0, "test setup: the two locks merged without a conflict"
+    assert "<<<<<<< HEAD" in result.stdout
+    return result.stdout
+
+
+# ------------------------------------------------------------------ unusable is exit 2
+
+
+def test_a_lock_with_conflict_markers_refuses_a_careless_merge_that_removes_a_row(
+    repo_copy: Path,
+) -> None:
+    """Before: the conflicted lock read as "no lock", and the removed row was accepted."""
+    path = repo_copy / LOCK
+    text = path.read_text()
+    path.write_text(text.replace('  "breaks"', '<<<<<<< HEAD\n=======\n>>>>>>> other\n  "breaks"'))
+    remove_region_dispatch(repo_copy)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "generated/table.lock.json is unusable: it holds merge-conflict markers" in result.stderr
+    assert "leave the lock as git left it, and run `specgen generate --new-lock`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"rows": "garbage"}',
+        "not json at all",
+        "[]",
+        '{"tables": {"spec": {"rows": [], "retired": []}}, "breaks": "none"}',
+        '{"tables": {"spec": {"rows": [], "retired": []}}, "breaks": [1]}',
+        '{"tables": {"spec": {"rows": [{"name": "x"}], "retired": []}}, "breaks": []}',
+    ],
+    ids=[
+        "rows-garbage",
+        "not-json",
+        "not-an-object",
+        "breaks-not-a-list",
+        "break-not-an-entry",
+        "row-not-a-row",
+    ],
+)
+@pytest.mark.parametrize("command", ["generate", "check"])
+def test_an_unusable_lock_exits_2_never_no_lock(repo_copy: Path, text: str, command: str) -> None:
+    (repo_copy / LOCK).write_text(text)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, command)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "generated/table.lock.json is unusable" in result.stderr
+    assert "restore it from git (`git checkout -- generated/table.lock.json`)" in result.stderr
+    assert "`specgen generate --new-lock`" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
+def test_a_lock_deleted_beside_the_other_generated_files_exits_2(repo_copy: Path) -> None:
+    (repo_copy / LOCK).unlink()
+    remove_region_dispatch(repo_copy)
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "it is missing, but the other generated files are there" in result.stderr
+    assert not (repo_copy / LOCK).exists()
+
+
+@pytest.mark.parametrize("empty_folder", [False, True], ids=["no-generated", "empty-generated"])
+def test_a_fresh_project_has_no_lock_and_that_is_fine(repo_copy: Path, empty_folder: bool) -> None:
+    shutil.rmtree(repo_copy / "generated")
+    if empty_folder:
+        (repo_copy / "generated").mkdir()
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lock(repo_copy)["breaks"] == []
+
+
+# ------------------------------------------------------------------ --new-lock
+
+
+def test_new_lock_writes_a_deleted_lock_anew_and_check_then_passes(repo_copy: Path) -> None:
+    (repo_copy / LOCK).unlink()
+    result = run_specgen(repo_copy, "generate", "--new-lock")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "written anew from the table as it is" in result.stdout
+    assert run_specgen(repo_copy, "check").returncode == 0
+
+
+def test_new_lock_keeps_the_breaks_a_malformed_lock_still_holds(repo_copy: Path) -> None:
+    remove_region_dispatch(repo_copy)
+    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    recorded = lock(repo_copy)["breaks"]
+    document = lock(repo_copy)
+    document["breaks"] = [*recorded, "a hand-written note"]  # type: ignore[misc]
+    (repo_copy / LOCK).write_text(json.dumps(document))
+    assert run_specgen(repo_copy, "generate").returncode == 2
+    result = run_specgen(repo_copy, "generate", "--new-lock")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 entry(ies) of breaks could not be read" in result.stdout
+    assert lock(repo_copy)["breaks"] == recorded
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check", "--new-lock"),
+        ("diff", "--new-lock"),
+        ("table", "--new-lock"),
+        ("generate", "--new-lock"),
+    ],
+    ids=["check", "diff", "table", "usable-lock"],
+)
+def test_new_lock_where_it_means_nothing_exits_2_and_writes_nothing(
+    repo_copy: Path, args: tuple[str, ...]
+) -> None:
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--new-lock" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
+# ------------------------------------------------------------------ merging two branches
+
+
+@pytest.fixture
+def two_branches(repo_copy: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Two branches of one project, each with a deliberate break recorded: ours removed
+    region_dispatch, theirs renamed out_names without an alias. Returns the base lock,
+    ours and theirs (ours is ``repo_copy``)."""
+    base = tmp_path / "base.lock.json"
+    shutil.copy(repo_copy / LOCK, base)
+    theirs = tmp_path / "theirs"
+    shutil.copytree(repo_copy, theirs)
+    remove_region_dispatch(repo_copy)
+    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    rename_out_names_without_alias(theirs)
+    assert run_specgen(theirs, "generate", "--allow-breaking").returncode == 0
+    return base, repo_copy, theirs
+
+
+def test_merging_two_branches_locks_keeps_both_histories_of_breaks(
+    two_branches: tuple[Path, Path, Path],
+) -> None:
+    base, ours, theirs = two_branches
+    ours_breaks, theirs_breaks = lock(ours)["breaks"], lock(theirs)["breaks"]
+    # The merge: the table merged by hand (both edits), the lock left as git leaves it.
+    rename_out_names_without_alias(ours)
+    (ours / LOCK).write_text(conflicted(base, ours / LOCK, theirs / LOCK))
+    refused = run_specgen(ours, "generate")
+    assert refused.returncode == 2 and "merge-conflict markers" in refused.stderr
+    result = run_specgen(ours, "generate", "--new-lock")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "merged both sides of the conflict" in result.stdout
+    # Ours, then theirs' that ours lacks (the breaks both branches inherited appear once).
+    merged = [*ours_breaks, *(b for b in theirs_breaks if b not in ours_breaks)]  # type: ignore[union-attr]
+    assert lock(ours)["breaks"] == merged
+    assert len(merged) == len(ours_breaks) + 1
+    check = run_specgen(ours, "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_merge_that_undoes_the_other_branchs_break_is_refused(
+    two_branches: tuple[Path, Path, Path],
+) -> None:
+    """Theirs renamed out_names to output_names and artifacts were written with it; a merged
+    table without the rename breaks them, and neither branch recorded that."""
+    base, ours, theirs = two_branches
+    (ours / LOCK).write_text(conflicted(base, ours / LOCK, theirs / LOCK))
+    before = snapshot(ours / "generated")
+    result = run_specgen(ours, "generate", "--new-lock")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "key 'output_names' renamed to 'out_names' without an alias" in result.stderr
+    assert "specgen generate --new-lock --allow-breaking" in result.stderr
+    assert snapshot(ours / "generated") == before
+
+
+# ------------------------------------------------------------------ the recorded meaning
+
+
+def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> None:
+    """Before: exit 0, and old artifacts holding the key in param_plan were then refused."""
+    retire_region_dispatch(repo_copy, "GROUP_PARAM_PLAN")
+    assert run_specgen(repo_copy, "generate").returncode == 0
+    edit(
+        repo_copy,
+        TABLE,
+        'RetiredKey("region_dispatch", GROUP_PARAM_PLAN,',
+        'RetiredKey("region_dispatch", GROUP_INJECTIONS,',
+    )
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "retired key 'region_dispatch' moved from param_plan to injections" in result.stderr
+
+
+def test_changing_a_used_rebuild_kinds_absent_value_is_breaking(repo_copy: Path) -> None:
+    """Before: exit 0, and every old artifact without is_boundary then rebuilt to False."""
+    edit(
+        repo_copy,
+        KINDS,
+        '    "bool_default_true": "True",\n',
+        '    "bool_default_true": "False",\n',
+    )
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "rebuild kind bool_default_true: a missing key now gives False, was True: old "
+        "artifacts without 'is_boundary' now mean something else" in result.stderr
+    )
+    assert snapshot(repo_copy / "generated") == before
+
+
+def test_changing_a_used_freeze_kinds_write_condition_changes_the_bytes(repo_copy: Path) -> None:
+    edit(repo_copy, KINDS, '    "name_list": "truthy",\n', '    "name_list": "not None",\n')
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "changes the bytes freeze writes: spec table: freeze kind name_list:" in result.stdout
+    assert "now written when not None, was truthy" in result.stdout
+
+
+def test_a_lock_without_the_meaning_records_is_read_without_spurious_breaks(
+    repo_copy: Path,
+) -> None:
+    document = lock(repo_copy)
+    for part in document["tables"].values():  # type: ignore[attr-defined]
+        del part["kinds"]
+    (repo_copy / LOCK).write_text(json.dumps(document))
+    edit(
+        repo_copy,
+        KINDS,
+        '    "bool_default_true": "True",\n',
+        '    "bool_default_true": "False",\n',
+    )
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "breaking" not in result.stdout
+    assert lock(repo_copy)["tables"]["spec"]["kinds"]["absent"]["bool_default_true"] == "False"  # type: ignore[index]
+
+
+def test_a_lock_from_before_the_tables_were_named_is_still_read(repo_copy: Path) -> None:
+    spec = lock(repo_copy)["tables"]["spec"]  # type: ignore[index]
+    old = {"rows": spec["rows"], "retired": spec["retired"], "breaks": []}
+    (repo_copy / LOCK).write_text(json.dumps(old))
+    remove_region_dispatch(repo_copy)
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "key 'region_dispatch' (region_dispatch) removed without retiring it" in result.stderr
+
+
+# ------------------------------------------------------------------ reading a conflict
+
+
+def test_both_sides_of_a_diff3_conflict_leave_the_base_out() -> None:
+    text = "a\n<<<<<<< HEAD\nours\n||||||| base\nbase\n=======\ntheirs\n>>>>>>> other\nz\n"
+    assert merge_sides(text) == ("a\nours\nz\n", "a\ntheirs\nz\n")
+
+
+def test_markers_that_do_not_nest_as_git_writes_them_are_no_two_sides() -> None:
+    assert merge_sides("a\n<<<<<<< HEAD\nours\nz\n") is None
+    assert merge_sides("a\n=======\nz\n") is None
