@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# The two paths users feel, and their steps: write = freeze + dump, read = load + rebuild.
+DIRECTIONS = ("write", "read", "freeze", "dump", "load", "rebuild")
 SITE_PACKAGES = [
     entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")
 ]
@@ -42,17 +44,23 @@ path = Path(tempfile.mkdtemp()) / "codegen_meta.json"
 trust = {"allow_targets": ("models",)}
 if "allow_targets" not in inspect.signature(api.rebuild_plan).parameters:
     trust = {}
-write, read = [], []
+steps = {"freeze": [], "dump": [], "load": [], "rebuild": []}
 for _ in range(rounds + 1):  # the first round warms caches and is dropped
-    start = time.perf_counter()
-    dump_meta(api.freeze_plan(plan), path)
-    middle = time.perf_counter()
-    api.rebuild_plan(load_meta(path), **trust)
-    end = time.perf_counter()
-    write.append(middle - start)
-    read.append(end - middle)
-print(json.dumps({"modules": len(plan.modules), "write": statistics.median(write[1:]),
-                  "read": statistics.median(read[1:])}))
+    t0 = time.perf_counter()
+    meta = api.freeze_plan(plan)
+    t1 = time.perf_counter()
+    dump_meta(meta, path)
+    t2 = time.perf_counter()
+    loaded = load_meta(path)
+    t3 = time.perf_counter()
+    api.rebuild_plan(loaded, **trust)
+    t4 = time.perf_counter()
+    for step, taken in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        steps[step].append(taken)
+median = {step: statistics.median(taken[1:]) for step, taken in steps.items()}
+print(json.dumps({"modules": len(plan.modules), **median,
+                  "write": median["freeze"] + median["dump"],
+                  "read": median["load"] + median["rebuild"]}))
 """
 
 
@@ -94,7 +102,7 @@ def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
         "rev": rev,
         "modules": modules,
         **{
-            side: {d: statistics.median(r[d] for r in found) for d in ("write", "read")}
+            side: {d: statistics.median(r[d] for r in found) for d in DIRECTIONS}
             for side, found in runs.items()
         },
     }
@@ -103,11 +111,11 @@ def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> None:
     rev, modules = results["rev"], results["modules"]
     print(f"{modules} modules, public API, collector on; microseconds a module (medians)")
-    print(f"{'path':<6} {rev:>12} {'now':>12} {'now / ' + rev:>16}")
-    for direction in ("write", "read"):
+    print(f"{'path':<8} {rev:>12} {'now':>12} {'now / ' + rev:>16}")
+    for direction in DIRECTIONS:
         before, now = results[rev][direction], results["now"][direction]
         print(
-            f"{direction:<6} {before / modules * 1e6:12.2f} {now / modules * 1e6:12.2f} "
+            f"{direction:<8} {before / modules * 1e6:12.2f} {now / modules * 1e6:12.2f} "
             f"{now / before:16.2f}"
         )
 

@@ -175,9 +175,9 @@ _PATH_TYPES = (str, os.PathLike)
 def load_meta(path: str | Path) -> CodegenMeta:
     """Read a codegen_meta.json file. Automatic garbage collection is paused for the call
     (shardplan.collector): the document is one container per JSON object."""
-    check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
-    was_enabled = pause_collector()
+    was_enabled = pause_collector()  # first: see shardplan.collector
     try:
+        check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
         return _load_meta(Path(path))
     finally:
         resume_collector(was_enabled)
@@ -210,10 +210,10 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
-    check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
-    was_enabled = pause_collector()
+    was_enabled = pause_collector()  # first: see shardplan.collector
     try:
+        check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
+        check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
         atomic_write_bytes(Path(path), meta_to_bytes(meta))
     finally:
         resume_collector(was_enabled)
