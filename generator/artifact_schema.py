@@ -88,10 +88,11 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                 }
         return props
 
-    def python_types(kind: str) -> str:
+    def python_types(kind: str, none_too: bool = False) -> str:
         """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
         expression: what CodegenMeta's check admits before rebuild reads the value ("" when
-        the fragment names no JSON type to check, e.g. an ``anyOf`` of references)."""
+        the fragment names no JSON type to check, e.g. an ``anyOf`` of references).
+        ``none_too``: the field's default is None (not given), which it admits too."""
         schema = fragments[kind]["schema"]
         alternatives = schema.get("anyOf", [schema])
         if not all("type" in alternative for alternative in alternatives):
@@ -100,6 +101,8 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         for alternative in alternatives:
             found = alternative["type"]
             names += [found] if isinstance(found, str) else found
+        if none_too:
+            names.append("null")
         types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
         return f"({types},)" if "," not in types else f"({types})"
 
