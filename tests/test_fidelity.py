@@ -87,9 +87,13 @@ def rebuild_both(meta: CodegenMeta, strict: bool = True) -> tuple[Any, Any]:
 
 @given(strategies.plan_source())
 def test_generated_freeze_equals_reference_with_key_order(plan: ShardingPlan) -> None:
-    """For every plan, generated freeze == reference freeze, key order included."""
+    """For every plan, generated freeze == reference freeze, key order included, and the
+    whole meta (the plan level, derived keys and other producers' keys) alike."""
     assert ordered(api.freeze_param_plan(plan)) == ordered(reference.freeze_param_plan(plan))
     assert ordered(api.freeze_injections(plan)) == ordered(reference.freeze_injections(plan))
+    generated, expected = api.freeze_plan(plan), reference.freeze_plan(plan)
+    assert generated == expected
+    assert meta_to_json(generated) == meta_to_json(expected)
 
 
 @settings(max_examples=max(settings().max_examples // 10, 100))
