@@ -233,6 +233,34 @@ def run_python_here(root: Path, option: str, code: str, *argv: str) -> Ran:
     return Ran(status, out.getvalue(), err.getvalue())
 
 
+def replace_once(root: Path, relative: str, old: str, new: str) -> None:
+    """Replace ``old`` with ``new`` in ``root/relative``; ``old`` must occur exactly once
+    (a test whose anchor moved fails at its setup, saying so)."""
+    path = root / relative
+    text = path.read_text()
+    assert text.count(old) == 1, f"test setup: {old!r} is not in {relative} once"
+    path.write_text(text.replace(old, new))
+
+
+def collector_restored() -> Iterator[None]:
+    """Generator for an autouse fixture: the collector's switch and thresholds as they were
+    before the test, whatever it did to them."""
+    import gc
+
+    was, thresholds = gc.isenabled(), gc.get_threshold()
+    yield
+    (gc.enable if was else gc.disable)()
+    gc.set_threshold(*thresholds)
+
+
+def automatic_collection_on() -> bool:
+    """What gc.isenabled() said before the pause changed mechanism: is a collection
+    started automatically when allocations pass the first threshold?"""
+    import gc
+
+    return gc.isenabled() and gc.get_threshold()[0] != 0
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` and its bytes, to prove nothing was touched."""
     return {

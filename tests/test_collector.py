@@ -17,20 +17,12 @@ from shardplan.artifact.meta import CodegenMeta
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from tests.helpers import automatic_collection_on, collector_restored
 
 
 @pytest.fixture(autouse=True)
 def _restore_collector() -> Iterator[None]:
-    was, thresholds = gc.isenabled(), gc.get_threshold()
-    yield
-    (gc.enable if was else gc.disable)()
-    gc.set_threshold(*thresholds)
-
-
-def automatic_collection_on() -> bool:
-    """What gc.isenabled() said before the pause changed mechanism: is a collection
-    started automatically when allocations pass the first threshold?"""
-    return gc.isenabled() and gc.get_threshold()[0] != 0
+    yield from collector_restored()
 
 
 def _seen_inside(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:

@@ -15,18 +15,12 @@ import pytest
 from shardplan import api, collector
 from shardplan.artifact.meta import CodegenMeta
 from shardplan.collector import pause_collector, resume_collector
+from tests.helpers import automatic_collection_on, collector_restored
 
 
 @pytest.fixture(autouse=True)
 def _restore_collector() -> Iterator[None]:
-    was, thresholds = gc.isenabled(), gc.get_threshold()
-    yield
-    (gc.enable if was else gc.disable)()
-    gc.set_threshold(*thresholds)
-
-
-def automatic_collection_on() -> bool:
-    return gc.isenabled() and gc.get_threshold()[0] != 0
+    yield from collector_restored()
 
 
 class Paused:

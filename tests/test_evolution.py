@@ -19,7 +19,7 @@ from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
-from tests.helpers import run_python_here, run_specgen_here, snapshot
+from tests.helpers import replace_once, run_python_here, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
@@ -32,11 +32,7 @@ REGION_FIELD = "    region_dispatch: bool | None = None\n"
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
 
-def edit(root: Path, relative: str, old: str, new: str) -> None:
-    path = root / relative
-    text = path.read_text()
-    assert text.count(old) == 1, f"test setup: {old!r} is not in {relative} once"
-    path.write_text(text.replace(old, new))
+edit = replace_once
 
 
 def rebuild_and_refreeze(root: Path, entry: dict[str, object]) -> dict[str, object]:

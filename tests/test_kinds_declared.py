@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from shardplan.convert import kinds
-from tests.helpers import REPO, run_specgen_here, snapshot
+from tests.helpers import REPO, replace_once, run_specgen_here, snapshot
 
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
@@ -48,11 +48,7 @@ def append(root: Path, relative: str, text: str) -> None:
     path.write_text(path.read_text() + text)
 
 
-def replace(root: Path, relative: str, old: str, new: str) -> None:
-    path = root / relative
-    text = path.read_text()
-    assert text.count(old) == 1, f"test setup: {old!r} not once in {relative}"
-    path.write_text(text.replace(old, new))
+replace = replace_once
 
 
 def freeze_ep_size_with_int_nonzero(root: Path) -> None:

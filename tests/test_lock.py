@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from generator.evolution import merge_sides
-from tests.helpers import run_specgen, snapshot
+from tests.helpers import replace_once, run_specgen, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
@@ -30,11 +30,7 @@ OUT_NAMES_KEY = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN,'
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
 
-def edit(root: Path, relative: str, old: str, new: str) -> None:
-    path = root / relative
-    text = path.read_text()
-    assert text.count(old) == 1, f"test setup: {old!r} is not in {relative} once"
-    path.write_text(text.replace(old, new))
+edit = replace_once
 
 
 def remove_region_dispatch(root: Path) -> None:
