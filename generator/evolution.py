@@ -31,8 +31,10 @@ the new one with the rest of generated/.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from generator.errors import GeneratorError
@@ -412,3 +414,68 @@ def record_breaks(
 ) -> list[dict[str, Any]]:
     """The recorded breaks, all kept, plus these (each with the table digest that allowed it)."""
     return breaks + [{"change": item, "table_sha256": table.digest} for item in changes.breaking]
+
+
+# ------------------------------------------------------------ the lock in git's history
+#
+# The lock on disk can be lost (``rm -rf generated``) or edited by hand; the lock as
+# committed cannot. So a checkout whose history holds a lock is never a fresh project, and
+# a break any committed lock recorded must still be recorded: the history of breaks only
+# grows. Outside a git checkout (a copy, an export) there is no history to hold it to.
+
+# How many of the lock's last commits are read: enough for any branch's recent history,
+# few enough that ``specgen check`` stays fast (one `git log`, one `git cat-file`).
+HISTORY_DEPTH = 50
+
+
+def committed_locks(root: Path, relative: str) -> list[tuple[str, str]]:
+    """``(commit, text)`` of the lock at ``relative`` (from ``root``) in each of the last
+    commits that touched it, newest first; ``[]`` outside a git checkout or without git."""
+    try:
+        log = subprocess.run(
+            ["git", "-C", str(root), "log", "--format=%H", f"-n{HISTORY_DEPTH}", "--", relative],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if log.returncode != 0 or not log.stdout.strip():
+            return []
+        commits = log.stdout.split()
+        batch = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "--batch"],
+            input="".join(f"{commit}:./{relative}\n" for commit in commits).encode(),
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: list[tuple[str, str]] = []
+    data, at = batch.stdout, 0
+    for commit in commits:
+        end = data.index(b"\n", at)
+        header = data[at:end].split()
+        at = end + 1
+        if len(header) != 3 or header[1] != b"blob":  # deleted in that commit: "missing"
+            continue
+        size = int(header[2])
+        found.append((commit, data[at : at + size].decode("utf-8", "replace")))
+        at += size + 1
+    return found
+
+
+def lost_breaks(lock: dict[str, Any], history: list[tuple[str, str]]) -> str | None:
+    """Why ``lock`` no longer records a break a committed lock recorded (None: it records
+    them all). A committed lock that cannot be read (conflict markers) is passed over."""
+    kept = {(item.get("change"), item.get("table_sha256")) for item in lock.get("breaks", [])}
+    for commit, text in history:
+        try:
+            committed = parse_lock(text)
+        except UnusableLock:
+            continue
+        for item in committed.get("breaks", []):
+            if (item.get("change"), item.get("table_sha256")) not in kept:
+                return (
+                    f"it no longer records the break {item.get('change')!r}, which the lock "
+                    f"committed in {commit[:12]} records: the history of breaks only grows"
+                )
+    return None

@@ -17,7 +17,9 @@ from generator.evolution import (
     Meaning,
     UnusableLock,
     classify,
+    committed_locks,
     conflict_line,
+    lost_breaks,
     merge_breaks,
     merge_sides,
     parse_lock,
@@ -93,6 +95,8 @@ class _OldLock:
     lock: dict[str, Any] | None
     text: str | None = None
     problem: str | None = None
+    history: list[tuple[str, str]] = field(default_factory=list)  # for lost breaks
+    from_commit: str | None = None  # the lock was read from git: the file is gone
 
 
 def _way_out(old: _OldLock, output: str) -> str:
@@ -114,23 +118,39 @@ def _way_out(old: _OldLock, output: str) -> str:
 def _read_old_lock(config: Config) -> _OldLock:
     # Read, never written, here: the lock as last generated.
     path = config.output / LOCK_NAME
+    history = committed_locks(config.root, f"{config.output_name}/{LOCK_NAME}")
     if not config.output.is_dir():
-        # No generated/ folder: a fresh project. Something else by that name: not a lock
-        # problem, and the writing step refuses it as what it is.
-        return _OldLock(None)
+        # No generated/ folder: a fresh project, unless git's history holds a lock (it was
+        # deleted: compare with the lock as last committed). Something else by that name:
+        # not a lock problem, and the writing step refuses it as what it is.
+        return _from_history(history) if not config.output.exists() else _OldLock(None)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         others = [name for name in config.outputs if name != LOCK_NAME]
         if not any((config.output / name).exists() for name in others):
-            return _OldLock(None)  # a fresh project: nothing generated yet, nothing to compare
+            return _from_history(history)  # nothing generated yet, or all of it deleted
         return _OldLock(None, problem="it is missing, but the other generated files are there")
     except (OSError, UnicodeDecodeError) as exc:
         return _OldLock(None, problem=f"it cannot be read ({exc})")
     try:
-        return _OldLock(parse_lock(text), text)
+        lock = parse_lock(text)
     except UnusableLock as exc:
         return _OldLock(None, text, str(exc))
+    lost = lost_breaks(lock, history)
+    return _OldLock(lock, text) if lost is None else _OldLock(None, text, lost, history)
+
+
+def _from_history(history: list[tuple[str, str]]) -> _OldLock:
+    """The lock as last committed, for a checkout whose generated lock is gone; none (a
+    fresh project) when git's history holds no lock either."""
+    if not history:
+        return _OldLock(None)
+    commit, text = history[0]
+    try:
+        return _OldLock(parse_lock(text), text, from_commit=commit)
+    except UnusableLock as exc:
+        return _OldLock(None, text, f"the lock committed in {commit[:12]} is unusable ({exc})")
 
 
 def _merged(
@@ -163,7 +183,8 @@ def _new_lock(
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
     """``--new-lock``: the changes and breaks of a lock that replaces an unusable one."""
     where = f"{output}/{LOCK_NAME}"
-    if old.text is not None and (merged := _merged(old.text, tables, meaning)) is not None:
+    conflicted = old.text is not None and conflict_line(old.text) is not None
+    if conflicted and (merged := _merged(old.text or "", tables, meaning)) is not None:
         changes, breaks = merged
         return (
             changes,
@@ -174,11 +195,19 @@ def _new_lock(
             ],
         )
     breaks, unread = readable_breaks(old.text) if old.text is not None else ([], 0)
+    kept = len(breaks)
+    for _, text in reversed(old.history):  # breaks the file lost: committed locks hold them
+        breaks = merge_breaks(readable_breaks(text)[0], breaks)
     notes = [
         f"specgen: {where}: written anew from the table as it is; table edits since the last "
         f"usable lock were not checked. Kept {len(breaks)} recorded break(s)"
         + (f"; {unread} entry(ies) of breaks could not be read and are gone" if unread else "")
         + (" (a missing lock's breaks are only in git)" if old.text is None else "")
+        + (
+            f", {len(breaks) - kept} of them restored from git's history"
+            if len(breaks) > kept
+            else ""
+        )
     ]
     return Changes(), breaks, notes
 
@@ -229,6 +258,11 @@ def generate(
         elif old.lock is not None:
             changes = classify(old.lock, tables, meaning)
             breaks = list(old.lock.get("breaks", []))
+            if old.from_commit is not None:
+                notes.append(
+                    f"specgen: {where} is gone: the table was checked against the lock "
+                    f"committed in {old.from_commit[:12]}, whose breaks are kept"
+                )
     if changes.breaking and refuse_breaking and not allow_breaking:
         allow = "specgen generate --new-lock --allow-breaking" if new_lock else None
         raise GeneratorError(ways_forward(changes, *(allow,) if allow else ()))

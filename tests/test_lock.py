@@ -343,3 +343,58 @@ def test_both_sides_of_a_diff3_conflict_leave_the_base_out() -> None:
 def test_markers_that_do_not_nest_as_git_writes_them_are_no_two_sides() -> None:
     assert merge_sides("a\n<<<<<<< HEAD\nours\nz\n") is None
     assert merge_sides("a\n=======\nz\n") is None
+
+
+# ------------------------------------------------------------------ the lock in git's history
+
+
+def _commit_all(root: Path, message: str) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=root, check=True, capture_output=True,
+        )  # fmt: skip
+
+    if not (root / ".git").exists():
+        git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", message)
+
+
+def test_deleting_generated_in_a_git_checkout_is_no_fresh_project(repo_copy: Path) -> None:
+    """`rm -rf generated && make codegen` once read as a fresh project: a rename without an
+    alias passed and the recorded breaks were erased. The lock as committed still holds."""
+    remove_region_dispatch(repo_copy)
+    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    recorded = lock(repo_copy)["breaks"]
+    assert recorded
+    _commit_all(repo_copy, "a table with one recorded break")
+    shutil.rmtree(repo_copy / "generated")
+    rename_out_names_without_alias(repo_copy)
+    refused = run_specgen(repo_copy, "generate")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "key 'out_names' renamed to 'output_names' without an alias" in refused.stderr
+    assert not (repo_copy / "generated").exists()
+    edit(repo_copy, TABLE, '"output_names", GROUP', '"out_names", GROUP')
+    again = run_specgen(repo_copy, "generate")
+    assert again.returncode == 0, again.stderr
+    assert "whose breaks are kept" in again.stdout
+    assert lock(repo_copy)["breaks"] == recorded
+
+
+def test_a_lock_whose_breaks_were_emptied_by_hand_fails_check(repo_copy: Path) -> None:
+    remove_region_dispatch(repo_copy)
+    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    _commit_all(repo_copy, "one recorded break")
+    emptied = {**lock(repo_copy), "breaks": []}
+    (repo_copy / LOCK).write_text(json.dumps(emptied, indent=2) + "\n")
+    for committed in (False, True):  # emptied in the work tree, then committed so
+        if committed:
+            _commit_all(repo_copy, "breaks emptied by hand")
+        result = run_specgen(repo_copy, "check")
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "no longer records the break" in result.stderr
+        assert "Traceback" not in result.stderr
+    restored = run_specgen(repo_copy, "generate", "--new-lock")
+    assert restored.returncode == 0, restored.stderr
+    assert lock(repo_copy)["breaks"] and run_specgen(repo_copy, "check").returncode == 0
