@@ -25,6 +25,7 @@ from shardplan.artifact.plan_meta import (
     rule_path,
     rules_in_order,
 )
+from shardplan.artifact.shapes import UNSET
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.kinds import (
     admit,
@@ -207,8 +208,8 @@ NESTED_KEYS = {"parallel_dims": ("sequence_parallel", "loss_parallel")}
 def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     param_plan = freeze_param_plan(plan)
     injections = freeze_injections(plan)
-    extra = frozen_other_keys(plan.other_keys, "other_keys", OWNED_KEYS, NESTED_KEYS)
-    parallel_dims = extra.pop("parallel_dims")
+    extra, nested = frozen_other_keys(plan.other_keys, "other_keys", OWNED_KEYS, NESTED_KEYS)
+    parallel_dims = nested["parallel_dims"]
     parallel_dims["sequence_parallel"] = freeze_bool(plan.sequence_parallel, "sequence_parallel")
     parallel_dims["loss_parallel"] = freeze_bool(plan.loss_parallel, "loss_parallel")
     return CodegenMeta(
@@ -223,24 +224,21 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     )
 
 
+def _held(value: Any, absent: Any) -> Any:
+    # A key the document does not hold (UNSET) or holds as null reads as absent.
+    return absent if value is None or value is UNSET else value
+
+
 def _plan_shell(meta: CodegenMeta, strict: bool) -> ShardingPlan:
-    mesh = meta.mesh_dim_names
-    dims = meta.parallel_dims
+    mesh = _held(meta.mesh_dim_names, None)
+    dims = _held(meta.parallel_dims, {})
     sequence_parallel = dims.get("sequence_parallel")
     loss_parallel = dims.get("loss_parallel")
-    top = {
-        **meta.extra,
-        "special_handlers": meta.special_handlers,
-        "mesh_dim_names": mesh,
-        "tied_pairs": meta.tied_pairs,
-        "parallel_dims": dims,
-        "frozen_sharded_params": meta.frozen_sharded_params,
-    }
     return ShardingPlan(
         modules={},
-        special_handlers=rebuild_handler_map(meta.special_handlers, "special_handlers"),
+        special_handlers=rebuild_handler_map(_held(meta.special_handlers, {}), "special_handlers"),
         mesh_dim_names=None if mesh is None else rebuild_opt_name_tuple(mesh, "mesh_dim_names"),
-        tied_pairs=rebuild_pair_list(meta.tied_pairs, "tied_pairs"),
+        tied_pairs=rebuild_pair_list(_held(meta.tied_pairs, []), "tied_pairs"),
         sequence_parallel=(
             True
             if sequence_parallel is None
@@ -251,7 +249,7 @@ def _plan_shell(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             if loss_parallel is None
             else rebuild_bool_default_true(loss_parallel, "parallel_dims.loss_parallel")
         ),
-        other_keys=other_keys_of(top, OWNED_KEYS, NESTED_KEYS),
+        other_keys=other_keys_of(meta.extra, {"parallel_dims": dims}, OWNED_KEYS, NESTED_KEYS),
     )
 
 

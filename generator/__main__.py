@@ -23,7 +23,6 @@ from generator.emit import compare, write
 from generator.errors import GeneratorError
 from generator.pipeline import generate, load_validated_tables
 
-COMMANDS = ("generate", "check", "diff", "table")
 GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
 
 

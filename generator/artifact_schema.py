@@ -47,22 +47,17 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         """The JSON Schema properties of ``group``'s keys (a nested key's inner part), with
         their aliases (deprecated) and retired keys (accepted, dropped)."""
         props: dict[str, Any] = {}
-        nested = group in table.top_level_groups
-
-        def key_of(key: str) -> str:
-            return table.split(key)[1] if nested else key
-
         rows = table.group(group)
         for row in rows:
-            if not (nested and table.split(row.key)[0]):
-                props[key_of(row.key)] = row_property(row, row.key, row.doc)
+            if not row.within:
+                props[row.leaf] = row_property(row, row.key, row.doc)
         for row in rows:
-            for alias in row.aliases:
-                if not (nested and table.split(alias)[0]):
+            for (within, leaf), alias in zip(row.alias_places, row.aliases, strict=True):
+                if not within:
                     doc = f"Older name of {row.key!r}, still read: {row.doc}"
-                    props[alias] = _property(alias, doc, fragments[row.rebuild], deprecated=True)
+                    props[leaf] = _property(alias, doc, fragments[row.rebuild], deprecated=True)
         for gone in table.retired:
-            if gone.group == group and not (nested and table.split(gone.key)[0]):
+            if gone.group == group and not gone.within:
                 props[gone.key] = {
                     "description": f"Retired, read and dropped: {gone.reason}",
                     "deprecated": True,
@@ -73,16 +68,15 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         """The properties of the keys nested in a top-level ``container`` object."""
         props: dict[str, Any] = {}
         for row in table.keyed:
-            for key in (row.key, *row.aliases):
-                outer, inner = table.split(key)
-                if row.group in table.top_level_groups and outer == container:
+            places = ((row.within, row.leaf), *row.alias_places)
+            for (outer, inner), key in zip(places, (row.key, *row.aliases), strict=True):
+                if outer == container:
                     doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
                     extra = {} if key == row.key else {"deprecated": True}
                     props[inner] = row_property(row, key, doc, **extra)
         for gone in table.retired:
-            outer, inner = table.split(gone.key)
-            if gone.group in table.top_level_groups and outer == container:
-                props[inner] = {
+            if gone.within == container:
+                props[gone.leaf] = {
                     "description": f"Retired, read and dropped: {gone.reason}",
                     "deprecated": True,
                 }

@@ -47,8 +47,9 @@ def check_formatter(config: Config) -> None:
 
 
 def inputs_digest(table: Tables, config: Config) -> str:
-    """sha256 over everything the output depends on: table, templates, the kinds module's
-    declarations (its source), generator, black."""
+    """sha256 over everything the output depends on: the tables, the templates, the source
+    of the kinds module and of the format module, the generator's own code (its version
+    and every file of it), black's version."""
     # Every file of the templates folder: the .j2 templates and the kinds' schema fragments.
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -62,7 +63,14 @@ def inputs_digest(table: Tables, config: Config) -> str:
         "kinds": hashlib.sha256(
             (config.root / (config.kinds.replace(".", "/") + ".py")).read_bytes()
         ).hexdigest(),
+        "format": hashlib.sha256(
+            (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
+        ).hexdigest(),
         "generator": generator.__version__,
+        "generator code": [
+            [p.name, hashlib.sha256(p.read_bytes()).hexdigest()]
+            for p in sorted(Path(generator.__file__).parent.glob("*.py"))
+        ],
         "black": BLACK_VERSION,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()

@@ -38,7 +38,7 @@ class KindFacts:
     rebuild_shortcuts: dict[str, tuple[str, ...]]
     defined: frozenset[str]  # every top-level name the module defines or imports
     schema: dict[str, dict[str, Any]]  # rebuild kind -> {"shows": ..., "schema": ...}
-    meta_field: dict[str, tuple[str, str]]  # rebuild kind -> CodegenMeta annotation, default
+    meta_field: dict[str, str]  # rebuild kind -> the annotation of a CodegenMeta field
 
     def kinds(self, step: str) -> tuple[str, ...]:
         """The declared kinds of ``step`` ("freeze" or "rebuild"), sorted."""
@@ -194,7 +194,7 @@ def read_kinds(root: Path, module: str) -> KindFacts:
             )
     for kind in sorted(set(absent) - set(meta_field)):
         problems.append(
-            f"{where}: rebuild kind {kind!r} has no META_FIELD line: add (annotation, default) "
+            f"{where}: rebuild kind {kind!r} has no META_FIELD line: add its annotation "
             "beside its ABSENT line (how CodegenMeta holds a top-level key of the kind)"
         )
     for kind in meta_field:
@@ -212,7 +212,7 @@ def read_kinds(root: Path, module: str) -> KindFacts:
         rebuild_shortcuts={kind: tuple(how) for kind, how in shortcuts["rebuild"].items()},
         defined=frozenset(defined),
         schema=schema,
-        meta_field={kind: tuple(how) for kind, how in meta_field.items()},
+        meta_field=dict(meta_field),
     )
 
 

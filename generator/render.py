@@ -1,8 +1,9 @@
-"""Render each declared output from its template with the validated table.
+"""Render each declared output from its template with the validated tables.
 
-The set of known kinds is read off the macros of ``kinds.j2``: a kind exists when its
-macro does. Every literal reaches the output through ``pyrepr``, never raw. The names the
-generated code binds are read off the rendered code itself (``check_name_clashes``), so no
+A kind is declared in the kinds module (``generator.kinds`` reads it); ``kinds.j2`` lays
+out the generic freeze and rebuild blocks, and a macro named for a kind overrides them.
+Every literal reaches the output through ``pyrepr``, never raw. The names the generated
+code binds are read off the rendered code itself (``check_name_clashes``), so no
 hand-kept list can fall behind the templates.
 """
 
@@ -187,15 +188,24 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
 # plan, meta), the dict written to or read from and the error path's base (passed to the
 # macro as "target" and "path"), the entries a derived key is computed from, the mode.
 _BLOCK_CONTEXT = frozenset({"spec", "plan", "meta", "path", "target", "param_plan", "strict"})
+# Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
+# a plan-level key the document does not hold. Imported where a block uses it.
+SHAPES_NAMES = frozenset({"UNSET"})
 
 
 def _row_block(env: jinja2.Environment, table: Table, row: Any, step: str) -> str:
     """One row's block of ``step``, as the templates lay it out."""
     module = env.get_template(KINDS_TEMPLATE).module
     if table.roles[row.group] == DERIVED:
-        macro = getattr(module, f"derived_{step}")
-    else:
+        return str(getattr(module, f"derived_{step}")(row))
+    if row.group in table.top_level_groups:  # the plan level: read from meta, a local out
+        if step == "rebuild":
+            return str(module.plan_rebuild(row))  # type: ignore[attr-defined]
         macro = getattr(module, env.globals["macro_for"](step, row))  # type: ignore[operator]
+        if row.within:
+            return str(macro(row, row.within, "", "plan", row.leaf, row.name))
+        return str(macro(row, "", "", "plan", None, row.name, row.leaf))
+    macro = getattr(module, env.globals["macro_for"](step, row))  # type: ignore[operator]
     return str(macro(row, "target", "path"))
 
 
@@ -222,8 +232,8 @@ def _called_functions(env: jinja2.Environment, tables: Tables, step: str) -> lis
             names = [node for node in ast.walk(tree) if isinstance(node, ast.Name)]
             bound = {node.id for node in names if isinstance(node.ctx, ast.Store)}
             calls = {node.id for node in names if isinstance(node.ctx, ast.Load)} - bound
-            calls -= _BLOCK_CONTEXT | set(dir(builtins))
-            for name in sorted(calls - defined):
+            calls -= _BLOCK_CONTEXT | set(table.containers()) | set(dir(builtins))
+            for name in sorted(calls - defined - SHAPES_NAMES):
                 problems.append(
                     f"{_row_label(table, row)}: its {step} block (in "
                     f"{env.globals['templates_folder']}/{KINDS_TEMPLATE}) uses {name!r}, which "
@@ -254,8 +264,14 @@ def _context(env: jinja2.Environment, tables: Tables) -> dict[str, Any]:
         "table_sha256": tables.digest,
         "table_digests": {table.module: table.digest for table in tables},
         "table_file": tables.source_files,
-        "freeze_functions": _called_functions(env, tables, "freeze"),
-        "rebuild_functions": _called_functions(env, tables, "rebuild"),
+        **{
+            f"{step}_{what}": [
+                name for name in names if (name in SHAPES_NAMES) == (what == "shapes")
+            ]
+            for step in STEPS
+            for names in [_called_functions(env, tables, step)]
+            for what in ("functions", "shapes")
+        },
     }
 
 

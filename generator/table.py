@@ -91,19 +91,12 @@ class Table:
         aliases = tuple(alias for row in rows for alias in row.aliases)
         return (*(row.key for row in rows), *aliases, *self.retired_keys(group))
 
-    def split(self, key: str) -> tuple[str, str]:
-        """``("container", "key")`` for a nested top-level key, ``("", key)`` otherwise."""
-        container, _, inner = key.rpartition(self.separator)
-        return container, inner
-
     def containers(self) -> tuple[str, ...]:
         """The top-level objects that hold nested keys, in table order."""
         found: list[str] = []
         for row in self.keyed:
-            for key in (row.key, *row.aliases):
-                container = self.split(key)[0] if row.group in self.top_level_groups else ""
-                if container and container not in found:
-                    found.append(container)
+            if row.within and row.within not in found:
+                found.append(row.within)
         return tuple(found)
 
     def top_level(self) -> tuple[tuple[str, Any], ...]:
@@ -113,29 +106,27 @@ class Table:
         for row in self.keyed:
             if row.group not in self.top_level_groups:
                 continue
-            container, inner = self.split(row.key)
-            entry = (container, None) if container else (inner, row)
+            entry = (row.within, None) if row.within else (row.leaf, row)
             if entry[0] not in [key for key, _ in found]:
                 found.append(entry)
         return tuple(found)
 
     def nested(self, container: str) -> tuple[Any, ...]:
         """The rows whose key is nested in ``container``, in table order."""
-        return tuple(
-            row
-            for row in self.keyed
-            if row.group in self.top_level_groups and self.split(row.key)[0] == container
-        )
+        return tuple(row for row in self.keyed if row.within == container != "")
 
     def owned_keys(self, container: str) -> tuple[str, ...]:
         """The top-level (``container`` "") or nested keys the table's rows own: keys,
         aliases, retired keys and (top level) the containers; the rest rides along."""
-        written = [(key, row.group) for row in self.keyed for key in (row.key, *row.aliases)]
+        places = [
+            (within, leaf, row.group)
+            for row in self.keyed
+            for within, leaf in ((row.within, row.leaf), *row.alias_places)
+        ] + [(gone.within, gone.leaf, gone.group) for gone in self.retired]
         owned: list[str] = []
-        for key, group in written + [(gone.key, gone.group) for gone in self.retired]:
-            outer, inner = self.split(key)
-            if group in self.top_level_groups and outer == container and inner not in owned:
-                owned.append(inner)
+        for within, leaf, group in places:
+            if group in self.top_level_groups and within == container and leaf not in owned:
+                owned.append(leaf)
         if not container:
             owned += [c for c in self.containers() if c not in owned]
         return tuple(owned)
@@ -370,6 +361,38 @@ def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]
                 f"two of them joined by {form.separator!r} (a key nested one level, "
                 f'"container{form.separator}key").\n  Choose another key.'
             )
+            return problems
+    reserved = form.reserved.get(row.group, {})
+    if row.within in reserved:
+        problems.append(
+            f"key {row.key!r} nests in {row.within!r}, which the artifact format reserves: "
+            f"{reserved[row.within]}.\n  Choose another object, or a top-level key."
+        )
+    for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
+        if within != row.within:
+            here = f"in {row.within!r}" if row.within else "at the top level"
+            problems.append(
+                f"alias {alias!r} leaves the object the key lives in ({here}): an alias is an "
+                "older name of the same key in the same object.\n  Write the alias "
+                + (f'"{row.within}{form.separator}<old name>".' if row.within else "without a dot.")
+            )
+    return problems
+
+
+def _container_problems(table: LoadedTable, form: Format, label: str) -> list[str]:
+    """A top-level key that is also the object other rows' keys nest in would be written as
+    a value and as an object at once."""
+    rows = [row for row in table.rows if row.group in form.top_level and row.key]
+    containers = {row.within: row for row in rows if row.within}
+    problems = []
+    for number, row in enumerate(table.rows, start=1):
+        if row in rows and not row.within and row.key in containers:
+            nested = containers[row.key]
+            problems.append(
+                f"{label} {number} ({row.name}): key {row.key!r} is also the object row "
+                f"{table.rows.index(nested) + 1} ({nested.name}) nests {nested.key!r} in.\n"
+                "  A top-level key is a value or an object of nested keys: choose another key."
+            )
     return problems
 
 
@@ -559,6 +582,7 @@ def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Forma
                 f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, which "
                 f"{loaded.config.cls} has no field of.\n  Fix filled_elsewhere."
             )
+    problems += _container_problems(loaded, form, label)
     problems += _key_problems(loaded, form, retired_name)
     if problems:
         raise GeneratorError("\n".join(problems))

@@ -75,28 +75,29 @@ def check_argument(
         raise error("", f"{name + ': ' if name else ''}expected {expected}, got {described(value)}")
 
 
-class MetaError(ValueError):
+class PlanError(ValueError):
+    """A value that cannot cross the artifact boundary: ``path`` names its place and
+    ``message`` says why and what to do (``str()`` is both). MetaError and FreezeError are
+    its two directions, so a caller can catch either or both."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+class MetaError(PlanError):
     """A codegen_meta artifact (or a CodegenMeta) that cannot be rebuilt.
 
     ``path`` names the place, e.g. ``param_plan["model.mlp"].params["gate.weight"]["tp"]``.
     """
 
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
 
-
-class FreezeError(ValueError):
+class FreezeError(PlanError):
     """A live plan value that cannot be frozen into JSON that rebuilds to it.
 
     ``path`` names the place in the plan, e.g. ``modules["lm_head"].params["weight"]["tp"]``.
     """
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
 
 
 class ArtifactWriteError(OSError):

@@ -21,6 +21,7 @@ from shardplan.artifact.plan_meta import (
     other_keys_of,
     rule_path,
 )
+from shardplan.artifact.shapes import UNSET
 from shardplan.convert.kinds import (
     FREEZE_KINDS,
     REBUILD_KINDS,
@@ -42,7 +43,6 @@ from shardplan.table.format import (
     GROUP_PARAM_PLAN,
     GROUP_PLAN,
     MATCH_KEY,
-    NESTING_SEPARATOR,
 )
 from shardplan.table.plan_fields import PLAN_FIELDS, PLAN_RETIRED_KEYS
 from shardplan.table.rows import rows_of_group
@@ -95,25 +95,20 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
     return sorted(rules, key=lambda rule: rule[MATCH_KEY])
 
 
-def _split(key: str) -> tuple[str, str]:
-    """("container", "key") for a nested plan-level key, ("", key) for a top-level one."""
-    container, _, inner = key.rpartition(NESTING_SEPARATOR)
-    return container, inner
-
-
 PLAN_LEVEL_FIELDS = rows_of_group(PLAN_FIELDS, GROUP_PLAN)
 DERIVED_FIELDS = rows_of_group(PLAN_FIELDS, GROUP_DERIVED)
 OTHERS_FIELD = rows_of_group(PLAN_FIELDS, GROUP_OTHERS)[0]
 # The keys the plan table owns (keys, aliases, retired keys), by the object they live in
 # ("" for the top level); the rest of the document rides along.
 _OWNED: dict[str, list[str]] = {"": []}
-for _key, _group in [
-    (k, f.group) for f in (*PLAN_LEVEL_FIELDS, *DERIVED_FIELDS) for k in (f.key, *f.aliases)
-] + [(r.key, r.group) for r in PLAN_RETIRED_KEYS]:
-    _outer, _inner = _split(_key)
-    _OWNED.setdefault(_outer, []).append(_inner)
-    if _outer and _outer not in _OWNED[""]:
-        _OWNED[""].append(_outer)
+for _within, _leaf in [
+    place
+    for f in (*PLAN_LEVEL_FIELDS, *DERIVED_FIELDS)
+    for place in ((f.within, f.leaf), *f.alias_places)
+] + [(r.within, r.leaf) for r in PLAN_RETIRED_KEYS]:
+    _OWNED.setdefault(_within, []).append(_leaf)
+    if _within and _within not in _OWNED[""]:
+        _OWNED[""].append(_within)
 OWNED_KEYS = tuple(_OWNED[""])
 NESTED_KEYS = {outer: tuple(keys) for outer, keys in _OWNED.items() if outer}
 
@@ -130,7 +125,8 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     param_plan = freeze_param_plan(plan)
     injections = freeze_injections(plan)
     other = getattr(plan, OTHERS_FIELD.name)
-    document = frozen_other_keys(other, OTHERS_FIELD.name, OWNED_KEYS, NESTED_KEYS)
+    document, nested = frozen_other_keys(other, OTHERS_FIELD.name, OWNED_KEYS, NESTED_KEYS)
+    document.update(nested)
     for spec_field in PLAN_LEVEL_FIELDS:
         value = getattr(plan, spec_field.name)
         if written(spec_field.freeze, value):
@@ -141,8 +137,12 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
                 if converted is None
                 else admit(REBUILD_KINDS[spec_field.rebuild], converted, spec_field.name)
             )
-            container, inner = _split(spec_field.key)
-            (document[container] if container else document)[inner] = frozen
+            within = spec_field.within
+            (document[within] if within else document)[spec_field.leaf] = frozen
+        elif WRITTEN_WHEN[spec_field.freeze] == "not None" and (
+            absent_value(spec_field.rebuild) is not None
+        ):
+            refuse_none(absent_value(spec_field.rebuild), spec_field.name)
     for spec_field in DERIVED_FIELDS:
         document[spec_field.key] = FREEZE_KINDS[spec_field.freeze](param_plan)  # type: ignore[call-arg]
     known = _plan_level_names()
@@ -192,23 +192,30 @@ def rebuild_live_plan_from_meta(
 def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
-    document = {**meta.extra, **{name: getattr(meta, name) for name in _plan_level_names()}}
+    # The document as the file holds it: a field that is UNSET is a key it does not have.
+    held = {name: getattr(meta, name) for name in _plan_level_names()}
+    document = {**meta.extra, **{name: v for name, v in held.items() if v is not UNSET}}
     settings: dict[str, Any] = {}
     for spec_field in PLAN_LEVEL_FIELDS:
-        container, inner = _split(spec_field.key)
-        source = document.get(container, {}) if container else document
-        base = container if container else ""
-        value, where = read_renamed(source, inner, spec_field.aliases, base)
+        within = spec_field.within
+        source = document.get(within, {}) if within else document
+        value, where = read_renamed(source, spec_field.leaf, spec_field.alias_leaves, within, UNSET)
         where = where.lstrip(".")
         absent = absent_value(spec_field.rebuild)
-        if value is None and strict and absent is not None and inner in source:
+        writes_null = WRITTEN_WHEN[spec_field.freeze] == "always" and absent is None
+        if value is None and strict and not writes_null:
             refuse_null(absent, where)  # freeze writes the value, never null
         rebuild = REBUILD_KINDS[spec_field.rebuild]
         settings[spec_field.name] = (
-            absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
+            absent_value(spec_field.rebuild)
+            if value is None or value is UNSET
+            else rebuild(value, where)
         )
     plan = ShardingPlan(modules={}, **settings)
-    setattr(plan, OTHERS_FIELD.name, other_keys_of(document, OWNED_KEYS, NESTED_KEYS))
+    containers = {within: document.get(within) for within in NESTED_KEYS}
+    extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
+    other = other_keys_of(extra, containers, OWNED_KEYS, NESTED_KEYS)  # type: ignore[arg-type]
+    setattr(plan, OTHERS_FIELD.name, other)
     for fqn, entry in meta.param_plan.items():
         entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
         values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict)

@@ -13,6 +13,7 @@ import pytest
 
 from shardplan import reference
 from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
+from shardplan.artifact.shapes import UNSET
 from shardplan.convert.targets import Target
 from tests.helpers import QWEN3_MOE, shared_fixture
 
@@ -179,7 +180,8 @@ def test_codegen_meta_takes_keyword_arguments() -> None:
     )
     assert meta.param_plan == {"m": {"is_boundary": True}}
     assert meta.injections == [{"match": "m", "ep_size": 2}]
-    assert meta.special_handlers == {} and meta.mesh_dim_names == [] and meta.extra == {}
+    # A plan-level key not given is UNSET: the document has no such key, and none is written.
+    assert meta.special_handlers is UNSET and meta.mesh_dim_names is UNSET and meta.extra == {}
 
 
 def test_the_same_meta_always_gives_the_same_json(fixture_meta: CodegenMeta) -> None:

@@ -29,7 +29,7 @@ from shardplan.staleness import require_generated
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
 require_generated("generated.meta")
-from generated.meta import RENAMED, CodegenMeta, check_meta  # noqa: E402
+from generated.meta import RENAMED, CodegenMeta, check_meta, document_of  # noqa: E402
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
 
@@ -54,10 +54,11 @@ def meta_from_dict(data: object) -> CodegenMeta:
 
 
 def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
-    """The JSON document of ``meta``: the extra keys plus every known field."""
+    """The JSON document of ``meta``: the extra keys plus every field it holds (an UNSET
+    field is a key the document does not have)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_meta(meta)
-    return {**meta.extra, **{key: getattr(meta, key) for key in KNOWN_KEYS}}
+    return document_of(meta)
 
 
 # Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,

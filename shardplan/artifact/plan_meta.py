@@ -70,11 +70,12 @@ def frozen_other_keys(
     path: str,
     owned: Collection[str],
     nested: Mapping[str, Collection[str]],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A copy of the keys no row owns, for freeze to write back unchanged: the plan's own
-    field ``path`` holds them as the file nests them. A key a row owns is refused (it would
-    be written twice), and so is any value JSON would not give back; each object in
-    ``nested`` comes back as a dict of its own unowned keys (empty when not there)."""
+    field ``path`` holds them as the file nests them. Returns the top-level ones and, for
+    each object in ``nested``, a dict of its own unowned keys (empty when not there), which
+    freeze adds the nested rows' keys to. A key a row owns is refused (it would be written
+    twice), and so is any value JSON would not give back."""
     if not isinstance(value, Mapping):
         raise FreezeError(path, f"expected a dict of the keys no row owns, got {described(value)}")
     raise_if_unwritable(dict(value), path, FreezeError, allow_tuples=False)
@@ -85,8 +86,9 @@ def frozen_other_keys(
                 key_path(path, key),
                 f"{key!r} is a key a row of the plan table owns; set that field, not {path}",
             )
+    objects: dict[str, dict[str, Any]] = {}
     for container, keys in nested.items():
-        inner = copy.setdefault(container, {})
+        inner = copy.pop(container, {})
         where = key_path(path, container)
         if not isinstance(inner, dict):
             raise FreezeError(where, f"expected an object of other keys, got {described(inner)}")
@@ -96,17 +98,22 @@ def frozen_other_keys(
                     key_path(where, key),
                     f"{key!r} is a key a row of the plan table owns; set that field, not {path}",
                 )
-    return copy
+        objects[container] = inner
+    return copy, objects
 
 
 def other_keys_of(
-    document: dict[str, Any], owned: Collection[str], nested: Mapping[str, Collection[str]]
+    extra: dict[str, Any],
+    containers: Mapping[str, dict[str, Any]],
+    owned: Collection[str],
+    nested: Mapping[str, Collection[str]],
 ) -> dict[str, Any]:
-    """A copy of the document's keys no row owns, as they nest in the file: top-level
-    keys, and for each object in ``nested`` its own unowned keys (when it has any)."""
-    other = {key: _copied(value, key, 1) for key, value in document.items() if key not in owned}
+    """A copy of the document's keys no row owns, as they nest in the file: the top-level
+    keys of ``extra`` (a retired key, owned, is dropped), and for each object nested keys
+    live in (``containers``) its own unowned keys, when it has any."""
+    other = {key: _copied(value, key, 1) for key, value in extra.items() if key not in owned}
     for container, keys in nested.items():
-        inner = document.get(container)
+        inner = containers.get(container)
         if isinstance(inner, dict):
             kept = {
                 key: _copied(value, key_path(container, key), 2)

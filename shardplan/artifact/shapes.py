@@ -6,10 +6,26 @@ says how a misfit reads.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Final
 
 from shardplan.errors import MetaError, json_type, key_path, shown
+
+
+class Unset(enum.Enum):
+    """The type of ``UNSET``: a CodegenMeta field whose key the document does not hold."""
+
+    UNSET = "UNSET"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+# A top-level key the document does not hold, as msgspec's UNSET: told apart from a key
+# holding null or a default, so loading then dumping never invents a key, and a row added
+# after an artifact was written reads that artifact's key as absent.
+UNSET: Final = Unset.UNSET
 
 _JSON_NAMES = {
     dict: "an object",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, NoReturn
 
 from torch.distributed.tensor import Placement
 
@@ -208,7 +208,7 @@ def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     return sharded
 
 
-def refuse_none(absent: Any, path: str) -> None:
+def refuse_none(absent: Any, path: str) -> NoReturn:
     """Refuse a None its freeze kind does not write, where the row's rebuild kind reads the
     absent key as ``absent`` instead: the plan would not come back as it was."""
     raise FreezeError(
@@ -218,7 +218,7 @@ def refuse_none(absent: Any, path: str) -> None:
     )
 
 
-def refuse_falsy(value: Any, path: str) -> None:
+def refuse_falsy(value: Any, path: str) -> NoReturn:
     """Strict rebuild: a falsy value under a key freeze writes only when truthy
     (``out_names: []``, ``ep_size: 0``) would be dropped when frozen again."""
     raise MetaError(
@@ -229,7 +229,7 @@ def refuse_falsy(value: Any, path: str) -> None:
     )
 
 
-def refuse_null(absent: Any, path: str) -> None:
+def refuse_null(absent: Any, path: str) -> NoReturn:
     """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
     not ``mesh_dim_names``) would read back as ``absent`` and be written so."""
     raise MetaError(
@@ -475,10 +475,11 @@ def common_string_tuple(value: Any) -> tuple[str, ...] | None:
 
 
 def read_renamed(
-    obj: dict[str, Any], key: str, aliases: tuple[str, ...], path: str
+    obj: dict[str, Any], key: str, aliases: tuple[str, ...], path: str, missing: Any = None
 ) -> tuple[Any, str]:
     """The value of ``key`` in ``obj``, or of the alias (a key the field was frozen under
-    before) an older artifact holds instead, with the path of the key read."""
+    before, in the same object) an older artifact holds instead, with the path of the key
+    read; ``missing`` when neither is there."""
     present = [name for name in (key, *aliases) if name in obj]
     if len(present) > 1:
         raise MetaError(
@@ -486,7 +487,7 @@ def read_renamed(
             f"{present[1]!r} is an older name of {key!r}, which is given too: keep one",
         )
     name = present[0] if present else key
-    return obj.get(name), field_path(path, name)
+    return obj.get(name, missing), field_path(path, name)
 
 
 # ------------------------------------------------------------- what each kind means
@@ -631,26 +632,27 @@ SCHEMA: dict[str, dict[str, Any]] = {
     },
 }
 
-# rebuild kind -> the annotation and default of a CodegenMeta field holding a top-level
-# key of that kind (generated/meta.py): the JSON value as it is held in memory.
-META_FIELD: dict[str, tuple[str, str]] = {
-    "placement_map": ("dict[str, dict[str, dict[str, str]]] | None", "None"),
-    "named_placements": ("dict[str, dict[str, dict[str, str]]] | None", "None"),
-    "name_list": ("list[str] | None", "None"),
-    "attr_list": ("list[str] | None", "None"),
-    "bool_default_true": ("bool | None", "None"),
-    "opt_scalar": ("str | int | float | bool | None", "None"),
-    "int_or_true": ("int | bool | None", "None"),
-    "injection_target": ("Any", "None"),
-    "dict_copy": ("dict[str, Any] | None", "None"),
-    "int_truthy": ("int | None", "None"),
-    "tuple_empty": ("list[str] | None", "None"),
-    "handler_map": ("dict[str, str]", "{}"),
-    "opt_name_tuple": ("list[str] | None", "[]"),
-    "pair_list": ("list[list[str]]", "[]"),
-    "bool_default_false": ("bool | None", "None"),
-    # None: not given (absent, or null): recomputed by freeze, not checked by rebuild.
-    "sharded_params": ("list[str] | None", "None"),
+# rebuild kind -> the annotation of a CodegenMeta field holding a top-level key of that kind
+# (generated/meta.py): the JSON value as it is held in memory. The field also holds None
+# (the key is null: strict rebuild refuses it where freeze never writes null, lenient
+# reads it as absent) and UNSET (the document has no such key), its default.
+META_FIELD: dict[str, str] = {
+    "placement_map": "dict[str, dict[str, dict[str, str]]]",
+    "named_placements": "dict[str, dict[str, dict[str, str]]]",
+    "name_list": "list[str]",
+    "attr_list": "list[str]",
+    "bool_default_true": "bool",
+    "opt_scalar": "str | int | float | bool",
+    "int_or_true": "int | bool",
+    "injection_target": "Any",
+    "dict_copy": "dict[str, Any]",
+    "int_truthy": "int",
+    "tuple_empty": "list[str]",
+    "handler_map": "dict[str, str]",
+    "opt_name_tuple": "list[str]",
+    "pair_list": "list[list[str]]",
+    "bool_default_false": "bool",
+    "sharded_params": "list[str]",
 }
 
 # kind -> its shortcut (above): ("call", name) where name(value) gives the kind's result,

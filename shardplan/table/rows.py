@@ -10,6 +10,19 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
+from functools import cached_property
+
+from shardplan.table.format import NESTING_SEPARATOR, TOP_LEVEL_GROUPS
+
+
+def split_key(group: str, key: str) -> tuple[str, str]:
+    """``(object, key)``: the top-level object a key of ``group`` lives in ("" for the
+    group's own object) and the key inside it. Only a top-level group's keys nest
+    (``parallel_dims.sequence_parallel``); this is the one place a key is split."""
+    if group not in TOP_LEVEL_GROUPS:
+        return "", key
+    within, _, leaf = key.rpartition(NESTING_SEPARATOR)
+    return within, leaf
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,26 @@ class SpecField:
     doc: str = ""
     aliases: tuple[str, ...] = ()
 
+    @cached_property
+    def within(self) -> str:
+        """The top-level object the key lives in ("": the group's own object)."""
+        return split_key(self.group, self.key)[0]
+
+    @cached_property
+    def leaf(self) -> str:
+        """The key inside the object it lives in."""
+        return split_key(self.group, self.key)[1]
+
+    @cached_property
+    def alias_places(self) -> tuple[tuple[str, str], ...]:
+        """``(object, key)`` of each alias; the generator refuses one outside ``within``."""
+        return tuple(split_key(self.group, alias) for alias in self.aliases)
+
+    @cached_property
+    def alias_leaves(self) -> tuple[str, ...]:
+        """Each alias as a key of the object the row's key lives in."""
+        return tuple(leaf for _, leaf in self.alias_places)
+
 
 @dataclass(frozen=True)
 class RetiredKey:
@@ -45,6 +78,16 @@ class RetiredKey:
     key: str
     group: str  # where the key used to be written
     reason: str
+
+    @cached_property
+    def within(self) -> str:
+        """The top-level object the key lived in ("": the group's own object)."""
+        return split_key(self.group, self.key)[0]
+
+    @cached_property
+    def leaf(self) -> str:
+        """The key inside the object it lived in."""
+        return split_key(self.group, self.key)[1]
 
 
 def rows_digest(rows: Sequence[SpecField], retired: Sequence[RetiredKey]) -> str:
