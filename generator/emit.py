@@ -2,7 +2,8 @@
 
 This is the only module that touches the disk. Nothing is written until every file has
 rendered and formatted, and the write is all-or-nothing across files: every changed file
-is staged beside its target first, then all are renamed into place; if any step fails, the
+is staged beside its target first (``generator.staging``, the artifact writer's primitive
+too), then all are renamed into place; if any step fails, the
 staged files are removed and the files already replaced are put back, so a failure leaves
 the output folder as it was (or, if even that fails, says exactly which files changed).
 """
@@ -16,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from black.mode import Mode, TargetVersion
 from black.parsing import InvalidInput
 
 import generator
+from generator import staging
 from generator.config import OUTPUT_NAME, Config
 from generator.errors import GeneratorError
 from generator.table import Tables
@@ -270,37 +271,24 @@ class Written:
         return bool(self.written or self.removed)
 
 
-def _stage(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to a new hidden temporary file beside ``folder/name``; return its path.
-
-    The name (".freeze.py.<random>.tmp") is never a module name, so a staged file left by a
-    killed run is neither imported nor taken for an orphan.
-    """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        # mkstemp creates 0600; give the file the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_name, 0o666 & ~umask)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return Path(tmp_name)
-
-
 def _remove_quietly(paths: list[Path]) -> None:
     for path in paths:
         try:
             path.unlink(missing_ok=True)
         except OSError:
+            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
+        staging.release(path)
+
+
+def _discard_quietly(staged: list[staging.StagedFile]) -> None:
+    for file in staged:
+        try:
+            file.discard()
+        except OSError:
             pass  # a staged file we cannot remove is hidden and ignored; nothing to add
 
 
-def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]]) -> list[str]:
+def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder: int) -> list[str]:
     """Put back the old bytes of the files already replaced; return those that could not be."""
     stuck = []
     for name, old in reversed(replaced):
@@ -309,15 +297,16 @@ def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]]) -> list
             if old is None:
                 path.unlink(missing_ok=True)
                 continue
-            tmp = _stage(config.output, name, old)
+            staged = staging.stage(config.output, old, None, folder)
         except OSError:
             stuck.append(name)
             continue
         try:
-            os.replace(tmp, path)
+            staged.replace(path)
         except OSError:
-            _remove_quietly([tmp])
             stuck.append(name)
+        finally:
+            _discard_quietly([staged])
     return sorted(stuck)
 
 
@@ -325,7 +314,10 @@ def write(config: Config, expected: dict[str, str]) -> Written:
     """Write the files whose bytes changed and remove orphans we generated, all or nothing.
 
     Unchanged files are not touched (tools watching mtimes see no change). On failure,
-    raises GeneratorError naming the file and the fix, after restoring the folder.
+    raises GeneratorError naming the file and the fix, after restoring the folder. Every
+    new file is staged by ``generator.staging``, as the artifact writer stages its file: a
+    run killed at any point leaves no temporary file behind (or, killed between two system
+    calls, one the next write into the folder removes).
     """
     _check_output_folder(config)
     out = config.output_name
@@ -342,48 +334,76 @@ def write(config: Config, expected: dict[str, str]) -> Written:
     if not changes and not orphans:
         return done
 
-    staged: dict[str, Path] = {}
+    staging.remove_stale_temporaries(config.output)  # what a killed run left
+    staged: dict[str, staging.StagedFile] = {}
     created = not config.output.exists()
+    folder = -1
     try:
         config.output.mkdir(parents=True, exist_ok=True)
+        folder = staging.open_folder(config.output)
         for name, data in changes.items():
-            staged[name] = _stage(config.output, name, data)
+            staged[name] = staging.stage(config.output, data, None, folder)
     except OSError as exc:
-        _remove_quietly(list(staged.values()))
+        _discard_quietly(list(staged.values()))
+        if folder >= 0:
+            os.close(folder)
         if created:
             shutil.rmtree(config.output, ignore_errors=True)
         raise GeneratorError(
             f"cannot write to {out}/: {exc.strerror}; nothing was changed: "
             f"{_fix_for(exc, f'{out}/')}"
         ) from None
+    try:
+        return _put_in_place(config, old, staged, orphans, folder)
+    finally:
+        if folder >= 0:
+            os.close(folder)
 
+
+def _put_in_place(
+    config: Config,
+    old: dict[str, bytes | None],
+    staged: dict[str, staging.StagedFile],
+    orphans: list[str],
+    folder: int,
+) -> Written:
+    """Rename every staged file into place, then remove the orphans; undo it all if any
+    step fails."""
+    out = config.output_name
     # Orphans are moved aside (not deleted) until every file is in place, so they can be
-    # put back too. One that is already gone was removed by a concurrent run: fine.
+    # put back too; under a temporary name, so a killed run's are removed by the next run.
+    # One that is already gone was removed by a concurrent run: fine.
     replaced: list[tuple[str, bytes | None]] = []
     set_aside: list[tuple[str, Path]] = []
     action, current = "replace", ""
     try:
-        for name, tmp in staged.items():
+        for name, file in staged.items():
             current = name
-            os.replace(tmp, config.output / name)
+            file.replace(config.output / name)
             replaced.append((name, old[name]))
         action = "remove"
         for name in orphans:
             current = name
-            aside = config.output / f".{name}.{os.getpid()}.removed"
+            aside = staging.temp_name(config.output)
             try:
                 os.replace(config.output / name, aside)
             except FileNotFoundError:
+                staging.release(aside)
                 continue
+            except BaseException:
+                staging.release(aside)
+                raise
             set_aside.append((name, aside))
+        staging.sync_folder(folder)
     except OSError as exc:
-        _remove_quietly([tmp for name, tmp in staged.items() if name not in dict(replaced)])
-        stuck = _roll_back(config, replaced)
+        _discard_quietly(list(staged.values()))
+        stuck = _roll_back(config, replaced, folder)
         for name, aside in set_aside:
             try:
                 os.replace(aside, config.output / name)
             except OSError:
                 stuck.append(name)
+            staging.release(aside)
         problem = f"cannot {action} {out}/{current}: {exc.strerror}"
         fix = _fix_for(exc, f"{out}/{current}")
         if stuck:
@@ -393,6 +413,4 @@ def write(config: Config, expected: dict[str, str]) -> Written:
             ) from None
         raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
     _remove_quietly([aside for _, aside in set_aside])
-    done.written = [name for name, _ in replaced]
-    done.removed = [name for name, _ in set_aside]
-    return done
+    return Written(written=[name for name, _ in replaced], removed=[name for name, _ in set_aside])

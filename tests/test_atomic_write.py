@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from shardplan.artifact import atomic
+from generator import staging
 from shardplan.artifact.meta import CodegenMeta, dump_meta, meta_to_bytes
 from shardplan.errors import ArtifactWriteError
 from tests.helpers import REPO
@@ -230,7 +230,7 @@ def test_a_file_another_thread_of_this_process_writes_is_left_alone(
 ) -> None:
     busy = target.parent / f".shardplan-{os.getpid()}-0123456789ab.tmp"
     busy.write_bytes(b"being written")
-    monkeypatch.setattr(atomic, "_IN_FLIGHT", {busy.name})
+    monkeypatch.setattr(staging, "IN_FLIGHT", {busy.name})
     dump_meta(meta(), target)
     assert others(target.parent, target) == [busy.name]
 
@@ -332,8 +332,8 @@ def test_a_file_name_of_up_to_255_characters_writes(tmp_path: Path, length: int)
 
 
 def test_the_temporary_name_is_short_whatever_the_target(tmp_path: Path) -> None:
-    name = atomic._temp_name(tmp_path / ("n" * 255))
-    assert len(name.name) <= 35 and atomic._TEMP_NAME.fullmatch(name.name)  # pid: 7 digits
+    name = staging.temp_name(tmp_path / ("n" * 255))
+    assert len(name.name) <= 35 and staging.TEMP_NAME.fullmatch(name.name)  # pid: 7 digits
 
 
 def test_a_file_name_too_long_is_an_artifact_write_error(tmp_path: Path) -> None:

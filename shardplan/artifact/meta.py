@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
-from shardplan.errors import MetaError, check_argument, json_type, key_path
+from shardplan.errors import MetaError, check_argument, described, json_type, key_path
 from shardplan.staleness import require_generated
 
 # The document's dataclass is generated from the tables (one field per top-level key the
@@ -172,25 +173,57 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
 
 _PATH_TYPES = (str, os.PathLike)
 
+# The largest file load_meta reads, unless told otherwise (its max_bytes): 1 GiB, about
+# 1.1 million modules of a Llama-style plan. Reading peaks at several times the file, so a
+# larger file is more likely a wrong path than an artifact.
+MAX_FILE_BYTES = 1 << 30
 
-def load_meta(path: str | Path) -> CodegenMeta:
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
     """Read a codegen_meta.json file. Automatic garbage collection is paused for the call
-    (shardplan.collector): the document is one container per JSON object."""
+    (shardplan.collector): the document is one container per JSON object.
+
+    Only a regular file is read, and only up to ``max_bytes`` (default: the module's
+    ``MAX_FILE_BYTES`` at the time of the call); a FIFO, a device, a socket or a folder is
+    refused without being opened for reading, a larger file before it is read.
+    """
     was_enabled = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
-        return _load_meta(Path(path))
+        if max_bytes is None:
+            max_bytes = MAX_FILE_BYTES
+        elif type(max_bytes) is not int or max_bytes < 0:
+            raise MetaError(
+                "",
+                f"max_bytes: expected a number of bytes (an int >= 0), got {described(max_bytes)}",
+            )
+        return _load_meta(Path(path), max_bytes)
     finally:
         resume_collector(was_enabled)
 
 
-def _load_meta(path: Path) -> CodegenMeta:
+def _load_meta(path: Path, max_bytes: int) -> CodegenMeta:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MetaError("", f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:  # a NUL byte in the path
-        raise MetaError("", f"cannot read {str(path)!r}: {exc}") from None
+        return _read_meta(path, max_bytes)
+    except MemoryError:
+        pass  # raised below, outside this handler: the memory the read held is freed first
+    raise MetaError(
+        "",
+        f"cannot read {path}: not enough memory to read it; free memory, or load it on a "
+        "machine with more",
+    )
+
+
+def _read_meta(path: Path, max_bytes: int) -> CodegenMeta:
+    raw = _read_regular_file(path, max_bytes)
     data = jsoncodec.decode(raw)  # None unless the file is canonical: then read strictly
     if data is None:
         try:
@@ -202,6 +235,68 @@ def _load_meta(path: Path) -> CodegenMeta:
     elif _DEEP_LINE in raw:
         _refuse_deeper_than_written(data, str(path))
     return meta_from_dict(data)
+
+
+def _read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` of them.
+
+    Anything else is refused before it is opened (opening a device can act on it), and
+    again after, from the open descriptor (the path may have changed in between); the open
+    does not block (O_NONBLOCK: a FIFO without a writer would). The read stops one byte
+    past the cap, so a file that grows, or reports no size (/proc), is bounded too.
+    """
+    try:
+        _refuse_unless_readable(path, os.stat(path), max_bytes)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb", buffering=0) as file:
+            found = os.fstat(fd)
+            _refuse_unless_readable(path, found, max_bytes)
+            # One read gives the whole file unless it grew; then read on, up to the cap.
+            parts = [file.read(found.st_size + 1)]
+            size = len(parts[0])
+            while parts[-1] and size <= max_bytes:
+                parts.append(file.read(min(max_bytes + 1 - size, 1 << 24)))
+                size += len(parts[-1])
+    except MetaError:  # a ValueError too: not a NUL byte
+        raise
+    except OSError as exc:
+        raise MetaError("", f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise MetaError("", f"cannot read {str(path)!r}: {exc}") from None
+    if size > max_bytes:
+        _refuse_unless_readable(path, found, max_bytes, size)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _refuse_unless_readable(
+    path: Path, found: os.stat_result, max_bytes: int, size: int | None = None
+) -> None:
+    """MetaError, naming the path and the fix, for what load_meta does not read."""
+    if stat.S_ISDIR(found.st_mode):
+        raise MetaError(
+            "",
+            f"cannot read {path}: it is a folder, not a file: pass the path of the "
+            "codegen_meta.json in it",
+        )
+    if not stat.S_ISREG(found.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(found.st_mode), "a file of another kind")
+        raise MetaError(
+            "",
+            f"cannot read {path}: it is {kind}, not a regular file, and load_meta reads "
+            "only regular files: write the artifact to a file and load that",
+        )
+    if size is None and found.st_size > max_bytes:
+        held = f"{found.st_size:,} bytes, more than the {max_bytes:,}"
+    elif size is not None:  # read past the cap: it grew, or its size was not reported
+        held = f"more than the {max_bytes:,} bytes"
+    else:
+        return
+    raise MetaError(
+        "",
+        f"cannot read {path}: it holds {held} load_meta reads (MAX_FILE_BYTES): if it "
+        "is an artifact, pass a larger cap, load_meta(path, max_bytes=...)",
+    )
 
 
 def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
@@ -222,6 +317,7 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
 
 __all__ = [
     "KNOWN_KEYS",
+    "MAX_FILE_BYTES",
     "CodegenMeta",
     "check_meta",
     "dump_meta",
