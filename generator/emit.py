@@ -127,10 +127,11 @@ class Drift:
     changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)  # modules there specgen did not write
     diff: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.missing or self.orphans)
+        return bool(self.changed or self.missing or self.orphans or self.foreign)
 
     def report(self, config: Config) -> str:
         """The message --check prints after the diff: what differs and the fix."""
@@ -145,8 +146,21 @@ class Drift:
             "outputs in [tool.specgen] and restore its template)."
             for name in self.orphans
         ]
-        lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
+        lines += [foreign_line(config, name) for name in self.foreign]
+        if self.changed or self.missing or self.orphans:
+            lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
+
+
+def foreign_line(config: Config, name: str) -> str:
+    """What check and generate both say of a module in the output folder that carries no
+    generated header: specgen never removes what it did not write."""
+    return (
+        f"{config.output_name}/{name} is no declared output and was not written by specgen "
+        "(no @generated header), so neither `specgen generate` nor `make codegen` removes it; "
+        f"it is importable as {config.output_name}.{name.removesuffix('.py')}: move it out of "
+        f"{config.output_name}/, or delete it."
+    )
 
 
 # ------------------------------------------------------------------ reading the output folder
@@ -232,7 +246,10 @@ def _generated_by_us(path: Path) -> bool:
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
     _check_output_folder(config)
-    drift = Drift(orphans=_orphans(config, expected))
+    strays = _orphans(config, expected)
+    ours = [name for name in strays if _generated_by_us(config.output / name)]
+    foreign = [n for n in strays if n not in ours and (config.output / n).exists()]
+    drift = Drift(orphans=ours, foreign=foreign)
     diffs: list[str] = []
     for name, text in expected.items():
         label = f"{config.output_name}/{name}"
@@ -327,9 +344,12 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         for name, text in expected.items()
         if old[name] != text.encode("utf-8")
     }
-    orphans = [
-        name for name in _orphans(config, expected) if _generated_by_us(config.output / name)
-    ]
+    strays = _orphans(config, expected)
+    orphans = [name for name in strays if _generated_by_us(config.output / name)]
+    # A stray gone by now was another run's orphan to remove, not a foreign file.
+    foreign = [n for n in strays if n not in orphans and (config.output / n).exists()]
+    if foreign:  # as check reports it; nothing is written
+        raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
     done = Written()
     if not changes and not orphans:
         return done

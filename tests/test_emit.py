@@ -68,6 +68,23 @@ def test_check_names_missing_and_orphan_files(repo_copy: Path) -> None:
     assert "generated/old_helpers.py is an orphan" in result.stderr
 
 
+def test_a_module_without_the_header_is_reported_alike_by_check_and_generate(
+    repo_copy: Path,
+) -> None:
+    """check once called it an orphan ("Run make codegen"), which generate, rightly never
+    removing what it did not write, then called up to date."""
+    (repo_copy / "generated" / "notes.py").write_text("x = 1\n")
+    before = snapshot(repo_copy / "generated")
+    check = run_specgen_here(repo_copy, "check")
+    generate = run_specgen_here(repo_copy, "generate")
+    said = "generated/notes.py is no declared output and was not written by specgen"
+    assert check.returncode == 1 and said in check.stderr
+    assert "Run `make codegen`" not in check.stderr  # it would not help
+    assert generate.returncode == ExitStatus.BAD_INPUT and said in generate.stderr
+    assert "Traceback" not in generate.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
 def test_generate_restores_edits_and_removes_generated_orphans(repo_copy: Path) -> None:
     expected = snapshot(repo_copy / "generated")
     (repo_copy / "generated" / "freeze.py").write_text("broken")
