@@ -22,7 +22,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.distributed.nn.functional as dist_fn
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
@@ -45,6 +44,30 @@ def _gather_over(mesh: DeviceMesh, local: torch.Tensor, dim: int) -> torch.Tenso
         grad_placements=[Partial()]
     )
     return full
+
+
+class _AllToAll(torch.autograd.Function):
+    """Rows to ranks (``send`` rows each) and back; the backward sends the gradients back."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, rows: torch.Tensor, send: list[int], recv: list[int], group: Any
+    ) -> torch.Tensor:
+        ctx.send, ctx.recv, ctx.group = send, recv, group
+        out = rows.new_empty(sum(recv), *rows.shape[1:])
+        dist.all_to_all_single(out, rows.contiguous(), recv, send, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None]:
+        back = grad.new_empty(sum(ctx.send), *grad.shape[1:])
+        dist.all_to_all_single(back, grad.contiguous(), ctx.send, ctx.recv, group=ctx.group)
+        return back, None, None, None
+
+
+def _all_to_all(rows: torch.Tensor, send: list[int], recv: list[int], group: Any) -> torch.Tensor:
+    moved: torch.Tensor = _AllToAll.apply(rows, send, recv, group)  # type: ignore[no-untyped-call]
+    return moved
 
 
 def _offset_causal_mask(queries: int, keys: int, offset: int, device: torch.device) -> torch.Tensor:
@@ -83,7 +106,7 @@ def flash_attention_cp_wrapper(
         mask = _offset_causal_mask(queries, keys.shape[-2], offset, query_states.device)
         return sdpa_attention(module, query_states, keys, values, mask, **kwargs)
 
-    target_module.attention_interface = cp_attention
+    setattr(target_module, "attention_interface", cp_attention)  # noqa: B010 (a plain attribute)
     forward: Callable[..., Any] = target_module.forward
     return forward
 
@@ -109,11 +132,15 @@ def ep_compute_fn(
         raise ValueError(f"ep_compute_fn: {num_experts} experts do not divide over ep={ep}")
     per_rank = num_experts // ep
     first = ep_mesh.get_local_rank() * per_rank
+    Router = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+    gate: Router = getattr(module, "gate")  # noqa: B009 (typed here)
+    experts: Any = getattr(module, "experts")  # noqa: B009 (typed here)
 
     def fn(block: nn.Module, x_BLD: torch.Tensor) -> torch.Tensor:
+        del block  # the module the factory was built for: its gate and experts are bound
         batch, seq, dim = x_BLD.shape
         x = x_BLD.reshape(-1, dim)
-        _, scores, indices = block.gate(x)
+        _, scores, indices = gate(x)
         top_k = indices.shape[-1]
         flat = indices.reshape(-1)
         order = torch.argsort(flat, stable=True)
@@ -124,16 +151,14 @@ def ep_compute_fn(
         dist.all_to_all_single(recv, send, group=group)
         send_sizes, recv_sizes = send.tolist(), recv.tolist()
         rows = x[token]
-        arrived = torch.empty(sum(recv_sizes), dim, dtype=x.dtype, device=x.device)
-        arrived = dist_fn.all_to_all_single(arrived, rows, recv_sizes, send_sizes, group=group)
+        arrived = _all_to_all(rows, send_sizes, recv_sizes, group)
         arrived_expert = torch.empty(sum(recv_sizes), dtype=expert.dtype, device=x.device)
         dist.all_to_all_single(arrived_expert, expert, recv_sizes, send_sizes, group=group)
         computed = torch.zeros_like(arrived)
         for local in range(per_rank):
             (picked,) = (arrived_expert == first + local).nonzero(as_tuple=True)
-            computed = computed.index_add(0, picked, block.experts.expert(local, arrived[picked]))
-        returned = torch.empty_like(rows)
-        returned = dist_fn.all_to_all_single(returned, computed, send_sizes, recv_sizes, group=group)
+            computed = computed.index_add(0, picked, experts.expert(local, arrived[picked]))
+        returned = _all_to_all(computed, recv_sizes, send_sizes, group)
         weights = scores.reshape(-1)[order, None]
         out = torch.zeros_like(x).index_add(0, token, returned * weights)
         return out.view(batch, seq, dim)

@@ -143,7 +143,7 @@ class Engine:
             if axes and sharded.requires_grad:
                 groups = [mesh.get_group(a) for a in axes if shape.size(a) > 1]
                 if groups:
-                    sharded.register_post_accumulate_grad_hook(_summing(groups))
+                    sharded.register_post_accumulate_grad_hook(_summing(groups))  # type: ignore[no-untyped-call]
             if isinstance(owner, nn.Embedding) and name == "weight":
                 if any(isinstance(p, Shard) for p in placements):
                     _vocab_parallel(owner, mesh, placements, tuple(param.shape))
@@ -249,7 +249,7 @@ class Engine:
         if spec.is_boundary:
             forward = self._boundary(fqn, spec, module, original, forward)
         if forward is not original:
-            module.forward = forward  # type: ignore[method-assign]
+            module.forward = forward
 
     def _boundary(
         self,
