@@ -204,3 +204,52 @@ def test_a_row_added_by_the_readme_steps_has_no_decision_until_one_is_written() 
 def test_every_other_key_of_the_fixture_has_an_apply_decision() -> None:
     plan = _fixture_plan()
     assert undecided(plan.other_keys, OTHER_KEY_DECISIONS) == []
+
+
+# ---------------------------------------------------------------- the engine on one rank
+
+
+def test_ep_stack_stacks_per_expert_weights_into_one_parameter_first() -> None:
+    import torch
+    from torch import nn
+
+    from shardplan.parallelize.engine import _stack_experts
+
+    block = nn.Module()
+    block.experts = nn.ModuleList(nn.Linear(4, 3, bias=False) for _ in range(2))
+    weights = [e.weight.detach().clone() for e in block.experts]  # type: ignore[union-attr]
+    stack = {"experts.w1": ["experts.0.weight", "experts.1.weight"]}
+    _stack_experts(block, stack)
+    assert [n for n, _ in block.named_parameters()] == ["experts.w1"]
+    assert torch.equal(block.get_parameter("experts.w1"), torch.stack(weights))
+
+
+def test_the_boundary_engine_on_one_rank_keeps_the_llama_examples_outputs() -> None:
+    """Deferred bias, divided head counts, a vocabulary-parallel embedding and partial
+    outputs, on a one-rank mesh: the engine must leave the model's function unchanged."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    import shardplan
+    from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
+    from shardplan.examples.plan import tensor_parallel_plan
+    from shardplan.parallelize.engine import Engine, parameter_layouts
+
+    config = LlamaConfig(n_layers=1)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config)
+    ids = torch.randint(0, config.vocab_size, (1, 8))
+    expected = model(ids).detach()
+    plan = shardplan.rebuild_plan(shardplan.freeze_plan(tensor_parallel_plan(config)))
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
+        assert check_fit(plan, model, mesh) == []
+        Engine(model, plan, mesh, {}, True).run()
+        assert torch.allclose(model(ids), expected, atol=1e-6)
+        layouts = parameter_layouts(model)
+        assert layouts["model.layers.0.self_attn.o_proj.weight"].placements == (Shard(1),)
+        assert len(layouts) == sum(len(s.params or {}) for s in plan.modules.values())
+    finally:
+        dist.destroy_process_group()
