@@ -116,6 +116,8 @@ def worker(rank: int, port: int, out: Path) -> None:
         }
         (out / f"rank{rank}.json").write_text(json.dumps(result))
     finally:
+        # No rank tears its group down while a peer still talks to it (docs/contract.md §13).
+        dist.barrier()
         dist.destroy_process_group()
 
 
@@ -180,15 +182,40 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--layers", type=int, default=2, help="decoder layers of the example model")
     parser.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds the two ranks may take"
+        "--timeout", type=float, default=120.0, help="seconds the ranks may take"
     )
+    parser.add_argument(
+        "--artifact",
+        type=Path,
+        action="append",
+        help="run this codegen_meta.json (the shared Qwen3-MoE fixture) on --ranks processes "
+        "with the project's Qwen3-MoE-shaped model, against one process; repeatable",
+    )
+    parser.add_argument(
+        "--ranks", type=int, default=4, help="processes for --artifact (default 4)"
+    )
+    # An ablation, for the tests: this artifact again, with torch's default gradient layouts.
+    parser.add_argument("--default-grads-artifact", type=Path, action="append", help=argparse.SUPPRESS)
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--artifact-rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--world", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rank is not None:
         worker(args.rank, args.port, args.out)
         return 0
+    if args.artifact_rank is not None:
+        from shardplan.examples import artifact_demo
+
+        artifact_demo.worker(args.artifact_rank, args.world, args.port, args.out)
+        return 0
     out = args.out or Path(tempfile.mkdtemp(prefix="specgen-demo-"))
+    if args.artifact or args.default_grads_artifact:
+        from shardplan.examples import artifact_demo
+
+        cases = [artifact_demo.Case(str(a)) for a in args.artifact or ()]
+        cases += [artifact_demo.Case(str(a), False) for a in args.default_grads_artifact or ()]
+        return artifact_demo.run(cases, args.ranks, out, args.timeout)
     return run(out, args.layers, args.timeout)
 
 

@@ -1,4 +1,8 @@
-"""Turn a (rebuilt) ShardingPlan into real sharding with torch's tensor-parallel engine.
+"""Turn a (rebuilt) ShardingPlan into real sharding: ``apply_plan``.
+
+``apply_plan`` checks the fit (``check_fit``), then shards with the boundary engine
+(``engine.py``, any mesh) or, for a plan torch's styles express on a 1-D mesh, with them.
+The styles path:
 
 Each planned Linear or Embedding becomes a ``ColwiseParallel`` or ``RowwiseParallel``
 style chosen by its weight's placement; a module's in/out contracts become a
@@ -12,7 +16,7 @@ so the mesh must be 1-D.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torch import nn
@@ -28,11 +32,21 @@ from torch.distributed.tensor.parallel import (
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.convert.placements import axis_name, placement_to_string
+from shardplan.parallelize.engine import Engine, sub_mesh
+from shardplan.parallelize.fit import Finding, check_fit, fit_message
+from shardplan.parallelize.layout import MeshShape, active_shape
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
 class ApplyError(ValueError):
-    """The plan does not fit the model or the mesh; the message names the place."""
+    """The plan does not fit the model or the mesh; the message names the place.
+
+    ``findings`` holds ``check_fit``'s findings when it was the one to refuse.
+    """
+
+    def __init__(self, message: str, findings: list[Finding] | None = None) -> None:
+        super().__init__(message)
+        self.findings = list(findings or [])
 
 
 def resolve_placements(
@@ -176,11 +190,54 @@ def _divide(module: nn.Module, attrs: list[str], size: int, where: str) -> None:
         setattr(module, attr, value // size)
 
 
-def apply_plan(model: nn.Module, plan: ShardingPlan, mesh: DeviceMesh) -> nn.Module:
-    """Shard ``model`` in place as ``plan`` says, on a 1-D ``mesh``; returns the model."""
+def apply_plan(
+    model: nn.Module,
+    plan: ShardingPlan,
+    mesh: DeviceMesh,
+    *,
+    implementations: Mapping[str, Callable[..., Any]] | None = None,
+    overrides_applied: bool = False,
+    partial_input_grads: bool = True,
+) -> nn.Module:
+    """Shard ``model`` in place as ``plan`` says, on ``mesh``; returns the model.
+
+    ``check_fit`` runs first, before any collective: a plan that does not fit is one
+    ``ApplyError`` listing every finding. The mesh is sliced to ``plan.mesh_dim_names``.
+    On a 1-D slice, a plan with no injection, no expert parallelism and every module a
+    boundary goes to torch's tensor-parallel styles (its parameters become DTensors);
+    every other plan goes to the boundary engine (``shardplan.parallelize.engine``: local
+    shards, compiled redistributions, gradients from the plan). ``implementations`` maps a
+    Target's artifact path to the program's callable for it; a Target it does not name is
+    resolved under the rebuild's trust rules. ``partial_input_grads=False`` gives torch's
+    default gradient layouts at the gathers instead of the gradient rule (only to measure
+    what the rule does). docs/contract.md §13.
+    """
+    findings = check_fit(plan, model, mesh, overrides_applied=overrides_applied)
+    if findings:
+        raise ApplyError(fit_message(findings), findings)
+    shape = active_shape(plan, MeshShape.of(mesh))
+    if len(shape.names) != 1 or not _styles_can_express(plan):
+        Engine(model, plan, mesh, dict(implementations or {}), partial_input_grads).run()
+        return model
+    mesh = sub_mesh(mesh, shape.names)
+    return _apply_styles(model, plan, mesh)
+
+
+def _styles_can_express(plan: ShardingPlan) -> bool:
+    """No injection, no expert parallelism, every module a boundary."""
+    return all(
+        spec.is_boundary
+        and spec.inner_wrapper is None
+        and spec.local_compute_fn is None
+        and not spec._ep_size
+        and not spec._ep_stack
+        for spec in plan.modules.values()
+    )
+
+
+def _apply_styles(model: nn.Module, plan: ShardingPlan, mesh: DeviceMesh) -> nn.Module:
+    """The 1-D path: torch's ColwiseParallel/RowwiseParallel and PrepareModuleInputOutput."""
     mesh_dims = tuple(mesh.mesh_dim_names or ())
-    if mesh.ndim != 1 or not mesh_dims:
-        raise ApplyError(f"apply_plan needs a 1-D mesh with a named dimension, got {mesh}")
     styles: dict[str, ParallelStyle] = {}
     for fqn, spec in plan.modules.items():
         try:
