@@ -12,14 +12,14 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 
 from shardplan.examples.qwen3_moe import Qwen3MoeConfig, Qwen3MoeForCausalLM
 from shardplan.parallelize import layout
-from shardplan.parallelize.decisions import (
+from shardplan.parallelize.fit import check_fit
+from shardplan.parallelize.layout import MeshShape, UnresolvedPlacement
+from shardplan.table.apply_decisions import (
     OTHER_KEY_DECISIONS,
     PLAN_DECISIONS,
     SPEC_DECISIONS,
     undecided,
 )
-from shardplan.parallelize.fit import check_fit
-from shardplan.parallelize.layout import MeshShape, UnresolvedPlacement
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.rows import SpecField
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -185,7 +185,7 @@ def test_a_single_contract_binds_to_the_first_input() -> None:
 
 def test_every_row_of_both_tables_has_an_apply_decision() -> None:
     """Law: each row of SPEC_FIELDS and PLAN_FIELDS is consumed by the apply or listed as not
-    an apply input, with a reason (shardplan/parallelize/decisions.py)."""
+    an apply input, with a reason (shardplan/table/apply_decisions.py)."""
     assert undecided((row.name for row in SPEC_FIELDS), SPEC_DECISIONS) == []
     assert undecided((row.name for row in PLAN_FIELDS), PLAN_DECISIONS) == []
     assert set(SPEC_DECISIONS) == {row.name for row in SPEC_FIELDS}, "a decision for no row"

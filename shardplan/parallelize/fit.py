@@ -20,6 +20,12 @@ from torch.distributed.tensor.placement_types import _StridedShard
 from shardplan.convert.targets import Target
 from shardplan.parallelize import layout
 from shardplan.parallelize.layout import MeshShape, UnresolvedPlacement
+from shardplan.table.apply_decisions import (
+    LOSS_PARALLEL_KEY,
+    MESH_DIM_NAMES_KEY,
+    PARALLEL_DIMS_KEY,
+    SHARDED_PARAMS_KEY,
+)
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 
@@ -50,7 +56,7 @@ def check_fit(
             if axis not in shape.names:
                 add(
                     Finding(
-                        "mesh_dim_names",
+                        MESH_DIM_NAMES_KEY,
                         f"axis {axis!r} is not a dimension of the mesh {shape.text()}",
                     )
                 )
@@ -77,14 +83,14 @@ def check_fit(
             continue  # reported where it failed (a missing parameter or axis)
         add(
             Finding(
-                "frozen_sharded_params",
-                f"the apply would shard {name}, which the plan's frozen_sharded_params lacks",
+                SHARDED_PARAMS_KEY,
+                f"the apply would shard {name}, which the plan's {SHARDED_PARAMS_KEY} lacks",
             )
         )
     if plan.loss_parallel and not _has_vocab_sharded_output(plan, region):
         add(
             Finding(
-                "parallel_dims.loss_parallel",
+                LOSS_PARALLEL_KEY,
                 "is true, but no module's out_dst shards its output's last dim on an axis",
             )
         )
@@ -92,7 +98,7 @@ def check_fit(
 
 
 def _check_parallel_dims(plan: ShardingPlan, region: MeshShape, add: Any) -> None:
-    dims = plan.other_keys.get("parallel_dims")
+    dims = plan.other_keys.get(PARALLEL_DIMS_KEY)
     if not isinstance(dims, Mapping):
         return
     for axis in region.names:
@@ -100,7 +106,7 @@ def _check_parallel_dims(plan: ShardingPlan, region: MeshShape, add: Any) -> Non
         if isinstance(declared, int) and declared != region.size(axis):
             add(
                 Finding(
-                    f"parallel_dims.{axis}_size",
+                    f"{PARALLEL_DIMS_KEY}.{axis}_size",
                     f"the plan was made for {axis}={declared}, the mesh's {axis} dimension has "
                     f"size {region.size(axis)} (mesh {region.text()}, {region.total} ranks)",
                 )
@@ -109,7 +115,7 @@ def _check_parallel_dims(plan: ShardingPlan, region: MeshShape, add: Any) -> Non
     if isinstance(ep, int) and ep > 0 and region.total % ep:
         add(
             Finding(
-                "parallel_dims.ep_size",
+                f"{PARALLEL_DIMS_KEY}.ep_size",
                 f"{ep} does not divide the {region.total} ranks of the mesh {region.text()}",
             )
         )

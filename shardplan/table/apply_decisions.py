@@ -1,4 +1,4 @@
-"""What ``apply_plan`` does with every row of both field tables (docs/contract.md §13).
+"""What ``apply_plan`` does with every row of both field tables (docs/contract.md §13). It lives beside the tables: pure data about their rows.
 
 Each row's field is either *consumed* (the apply or ``check_fit`` reads it; the text says
 where) or *not an apply input* (the text says why). ``tests/test_apply_decisions.py`` fails
@@ -10,6 +10,9 @@ Pure data, like the tables.
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from shardplan.table.format import GROUP_DERIVED
+from shardplan.table.plan_fields import PLAN_FIELDS
 
 CONSUMED = "consumed"
 NOT_APPLY_INPUT = "not an apply input"
@@ -111,6 +114,18 @@ OTHER_KEY_DECISIONS: dict[str, tuple[str, str]] = {
     "yaml_path": (NOT_APPLY_INPUT, "provenance"),
     "yaml_sha256": (NOT_APPLY_INPUT, "provenance"),
 }
+
+
+def _plan_key(name: str) -> str:
+    return next(row.key for row in PLAN_FIELDS if row.name == name)
+
+
+# The plan-level keys check_fit names in its findings, read off the plan table (the runtime
+# spells no plan-level key itself).
+MESH_DIM_NAMES_KEY = _plan_key("mesh_dim_names")
+LOSS_PARALLEL_KEY = _plan_key("loss_parallel")
+PARALLEL_DIMS_KEY = LOSS_PARALLEL_KEY.partition(".")[0]
+SHARDED_PARAMS_KEY = next(row.key for row in PLAN_FIELDS if row.group == GROUP_DERIVED)
 
 
 def undecided(names: Iterable[str], decisions: dict[str, tuple[str, str]]) -> list[str]:
