@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -269,6 +270,7 @@ FALLBACK = [
     pytest.param(decimal.Decimal("1.5"), id="decimal"),
     pytest.param(Point(1), id="dataclass"),
     pytest.param(Color.RED, id="plain_enum"),
+    pytest.param(orjson.Fragment(b'"x"'), id="orjson_fragment"),
     pytest.param(Name("x"), id="str_subclass"),
     pytest.param(object(), id="object"),
     pytest.param(10**5000, id="int_beyond_the_digit_limit"),
@@ -484,6 +486,7 @@ ORJSON_DECLINES = [
     pytest.param(-2.5e-7, id="negative_float_one_digit_exponent"),
     pytest.param(uuid.UUID(int=1), id="uuid"),
     pytest.param(Plain.A, id="plain_enum"),
+    pytest.param(orjson.Fragment(b'"x"'), id="orjson_fragment"),  # raw text, written as is
     pytest.param(Text.A, id="str_enum"),
     pytest.param(Number.ONE, id="int_enum"),
     pytest.param(collections.OrderedDict(a=1), id="dict_subclass"),

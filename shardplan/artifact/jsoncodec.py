@@ -98,6 +98,7 @@ _ORJSON_OPTIONS = (
     | orjson.OPT_PASSTHROUGH_DATACLASS  # passed through to no default: TypeError
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_APPEND_NEWLINE  # the format's newline, written in place: no copy of the file
 )
 # orjson writes floats as float.__repr__ does, but some below 1e-4 (found in the output).
 # Checked again here, once, for the orjson installed: another version, another tier.
@@ -124,7 +125,7 @@ def _orjson_bytes(document: dict[str, Any]) -> bytes | None:
         return None  # raw non-ASCII, NaN or infinity (or a None), 1e-05 written 0.00001
     if b"e-" in text and _ONE_DIGIT_EXPONENT.search(text):
         return None  # 1e-07 written 1e-7
-    return text + b"\n"
+    return text
 
 
 def _str_keys_only(document: dict[str, Any]) -> bool:
