@@ -654,7 +654,7 @@ def test_bound_paths_mix_with_string_entries() -> None:
         ({3: bound_compute}, ValueError),
         ({"hp." + "a." * 40 + "fn": bound_compute}, ValueError),
     ],
-    ids=repr,
+    ids=["not callable", "not a dotted path", "not a string", "too many segments"],
 )
 def test_a_malformed_binding_is_refused_clearly(allow_targets: Any, error: type) -> None:
     with pytest.raises(error, match="allow_targets"):
