@@ -30,8 +30,8 @@ SITE_PACKAGES = [
     entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages")
 ]
 
-# Run in each tree. rebuild_plan is given an allow-list where it takes one: the plan's
-# Targets name the benchmark's own model package.
+# Run in each tree. rebuild_plan is given an allow-list where it takes one: the plan's two
+# Targets by their exact paths, which both trees read the same way.
 _PROBE = r"""
 import inspect, json, statistics, sys, tempfile, time
 from pathlib import Path
@@ -41,7 +41,8 @@ from shardplan.artifact.meta import dump_meta, load_meta
 layers, rounds = int(sys.argv[1]), int(sys.argv[2])
 plan = llama_plan(layers)
 path = Path(tempfile.mkdtemp()) / "codegen_meta.json"
-trust = {"allow_targets": ("models",)}
+trust = {"allow_targets": ("models.llama.cp.flash_attention_cp_wrapper",
+                           "models.llama.ep.grouped_gemm_compute")}
 if "allow_targets" not in inspect.signature(api.rebuild_plan).parameters:
     trust = {}
 steps = {"freeze": [], "dump": [], "load": [], "rebuild": []}

@@ -59,7 +59,7 @@ from shardplan.convert.kinds import (
     rebuild_tuple_empty,
     refuse_none,
 )
-from shardplan.convert.trust import begin_rebuild, end_rebuild
+from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
@@ -258,7 +258,7 @@ def _parsed(value: Any, fqn: str, key: str) -> Any:
 
 
 def rebuild_live_plan_from_meta(
-    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     # Targets are admitted under allow_targets, as the generated code's caller does it.
     token = begin_rebuild(allow_targets)

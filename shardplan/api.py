@@ -24,7 +24,7 @@ from generated.freeze import freeze_plan as _freeze_plan
 from generated.meta import CodegenMeta
 from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
 from shardplan.collector import pause_collector, resume_collector
-from shardplan.convert.trust import begin_rebuild, end_rebuild
+from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument
 from shardplan.table.spec import ShardingPlan
 
@@ -41,13 +41,15 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
 
 
 def rebuild_live_plan_from_meta(
-    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     """The generated rebuild, admitting Targets only under ``allow_targets``.
 
-    ``allow_targets`` holds module prefixes the calling program trusts, matched at dot
-    boundaries (shardplan.convert.trust); a Target outside them is an UntrustedTarget (a
-    MetaError) naming its place, before anything is imported. The default admits none."""
+    ``allow_targets`` holds what the calling program trusts (shardplan.convert.trust):
+    exact callables (``"pkg.mod.fn"``), a module's own callables (``"pkg.mod"``), an
+    owned subtree (``"pkg.*"``), or paths bound to its own callables (``{path: fn}``). A
+    Target no entry admits is an UntrustedTarget (a MetaError) naming its place, before
+    anything is imported. The default admits none."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
@@ -58,7 +60,7 @@ def rebuild_live_plan_from_meta(
 
 
 def rebuild_plan(
-    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     """Rebuild a live plan from a CodegenMeta; MetaError names any bad place. Targets
     are admitted only under ``allow_targets`` (rebuild_live_plan_from_meta).

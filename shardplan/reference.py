@@ -34,7 +34,7 @@ from shardplan.convert.kinds import (
     refuse_null,
     written,
 )
-from shardplan.convert.trust import begin_rebuild, end_rebuild
+from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
     GROUP_DERIVED,
@@ -175,11 +175,11 @@ INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
 
 
 def rebuild_live_plan_from_meta(
-    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
     ``strict=False`` ignores them and nothing else. Targets are admitted only under
-    ``allow_targets``, module prefixes the caller trusts (shardplan.convert.trust)."""
+    ``allow_targets``, what the caller trusts (shardplan.convert.trust)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
@@ -239,7 +239,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
 
 
 def rebuild_plan(
-    meta: CodegenMeta, *, strict: bool = True, allow_targets: tuple[str, ...] = ()
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     """``rebuild_live_plan_from_meta``, under the public name ``shardplan.api`` gives it."""
     return rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)

@@ -75,9 +75,9 @@ json_values = st.recursive(
 )
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
-# The module prefixes of every Target these strategies draw (callables included): what a
+# The modules whose callables these strategies draw as Targets (plain callables too): what a
 # test rebuilding their metas trusts (docs/contract.md §8).
-TARGET_PREFIXES = ("json", "math", "pkg", "my_models")
+TARGET_ENTRIES = ("json", "math", "pkg.experts", "my_models.cp")
 
 
 def specs() -> st.SearchStrategy[ModuleShardingSpec]:

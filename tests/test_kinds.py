@@ -81,7 +81,9 @@ def rebuilt(**keys: Any) -> ModuleShardingSpec:
     assert len(entry) + len(rule) == len(keys), "unknown frozen key in the test itself"
     injections = [{"match": FQN, **rule}] if rule else []
     meta = CodegenMeta(param_plan={FQN: entry}, injections=injections)
-    return impl.rebuild_live_plan_from_meta(meta, strict=False, allow_targets=("pkg",)).modules[FQN]
+    return impl.rebuild_live_plan_from_meta(meta, strict=False, allow_targets=("pkg.*",)).modules[
+        FQN
+    ]
 
 
 def assert_same(actual: Any, expected: Any) -> None:
@@ -278,7 +280,7 @@ def test_fully_populated_rule_keys_are_match_then_table_order() -> None:
 def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
     spec = full_spec()
     meta = impl.freeze_plan(ShardingPlan(modules={FQN: spec}))
-    back = impl.rebuild_live_plan_from_meta(meta, allow_targets=("pkg", __name__)).modules[FQN]
+    back = impl.rebuild_live_plan_from_meta(meta, allow_targets=("pkg.*", __name__)).modules[FQN]
     for name in KEY_OF:
         expected = getattr(spec, name)
         if name == "local_compute_fn":

@@ -38,7 +38,7 @@ from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_F
 from tests import strategies
 from tests.implementations import IMPLEMENTATIONS
 
-TRUSTED = strategies.TARGET_PREFIXES
+TRUSTED = strategies.TARGET_ENTRIES
 
 
 def nested(depth: int, leaf: Any = "x") -> Any:

@@ -24,7 +24,7 @@ from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 from tests.implementations import IMPLEMENTATIONS
 
 # The packages the corpus and the shared fixture name Targets of: what these tests trust.
-PRODUCERS = ("deepseek_planner", "hyper_parallel")
+PRODUCERS = ("deepseek_planner.*", "hyper_parallel.*")
 
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:

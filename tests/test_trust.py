@@ -24,11 +24,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardplan.artifact.meta import CodegenMeta, load_meta, meta_from_dict
+from shardplan.artifact.meta import CodegenMeta, load_meta, meta_from_dict, meta_to_json
 from shardplan.convert import trust
 from shardplan.convert.kinds import rebuild_injection_target
 from shardplan.convert.targets import Target
-from shardplan.errors import MetaError, UntrustedTarget
+from shardplan.errors import FreezeError, MetaError, UntrustedTarget
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import QWEN3_MOE, shared_fixture
 from tests.implementations import use_both_implementations
@@ -291,9 +291,9 @@ def test_a_dunder_segment_is_always_refused(path: str) -> None:
         ("Popen", "subprocess.Popen"),
         ("shell", "posix.system"),
         ("bound", "functools.partial"),
-        ("sub", "<module 'subprocess'"),
+        ("sub", "subprocess"),
         ("sub.run", "subprocess"),  # refused at the step through subprocess
-        ("bound.func", "functools.partial("),  # an instance is not stepped through
+        ("bound.func", "functools.partial"),  # an instance is not stepped through
     ],
 )
 def test_a_re_export_does_not_launder_its_real_name(
@@ -301,7 +301,7 @@ def test_a_re_export_does_not_launder_its_real_name(
 ) -> None:
     plan = impl.rebuild_live_plan_from_meta(
         target_meta({"_target_": f"okpkg.{attribute}", "args": PWNED, "shell": True}),
-        allow_targets=("okpkg",),
+        allow_targets=("okpkg.*",),
     )
     target = compute_fn(plan)
     for _ in range(2):  # refused again on a second try: nothing was cached
@@ -344,10 +344,10 @@ def test_a_prefix_matches_only_at_dot_boundaries(path: str, allowed: tuple[str, 
         impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=allowed)
 
 
-def test_a_path_under_an_allowed_prefix_rebuilds_without_importing() -> None:
+def test_a_path_under_an_allowed_subtree_rebuilds_without_importing() -> None:
     plan = impl.rebuild_live_plan_from_meta(
         target_meta({"_target_": "hyper_parallel.models.x.fn", "k": 1}),
-        allow_targets=("hyper_parallel",),
+        allow_targets=("hyper_parallel.*",),
     )
     assert compute_fn(plan) == Target("hyper_parallel.models.x.fn", k=1)
     assert "hyper_parallel" not in sys.modules
@@ -520,51 +520,364 @@ def test_a_functools_partial_target_built_in_python_is_still_trusted_code() -> N
     assert target.resolve() is functools.partial
 
 
-# ------------------------------------------------------------------ the prefix rule
+# ------------------------------------------------------------- what an entry names
 
 
 segments = st.sampled_from(
-    ["a", "ab", "a_b", "b", "hp", "hp_evil", "_", "__x__", "os", "system", "builtins", "eval"]
+    ["a", "ab", "a_b", "b", "_p", "hp", "hp_evil", "__x__", "os", "system", "builtins", "eval"]
 )
 dotted = st.lists(segments, min_size=1, max_size=4).map(".".join)
-allow_lists = st.lists(dotted, max_size=3).map(tuple)
+entries = st.one_of(dotted, dotted.map(lambda d: d + ".*"))
+allow_lists = st.lists(entries, max_size=3).map(tuple)
 
 
-def is_allowed_as_stated(path: str, prefixes: tuple[str, ...]) -> bool:
-    """The rule in words: some prefix's segments are the path's first segments."""
-    parts = path.split(".")
-    return any(parts[: len(p.split("."))] == p.split(".") for p in prefixes)
+def is_admitted_as_stated(path: str, entries: tuple[str, ...]) -> bool:
+    """The README's rule in words: "a.b.fn" admits that path; "a.b" admits a.b.name for a
+    public name; "a.b.*" admits every path below a.b."""
+    module, _, name = path.rpartition(".")
+    for entry in entries:
+        if entry.endswith(".*"):
+            if path.split(".")[: len(entry.split(".")) - 1] == entry.split(".")[:-1] and len(
+                path.split(".")
+            ) >= len(entry.split(".")):
+                return True
+        elif path == entry or (module == entry and not name.startswith("_")):
+            return True
+    return False
 
 
-@given(path=dotted, prefixes=allow_lists)
-def test_under_prefix_is_the_dot_boundary_rule(path: str, prefixes: tuple[str, ...]) -> None:
-    """Law: under_prefix(path, P) iff some p in P has its segments leading the path's."""
-    assert trust.under_prefix(path, prefixes) is is_allowed_as_stated(path, prefixes)
-
-
-@given(path=dotted, prefixes=allow_lists)
-def test_a_path_is_admitted_exactly_when_allowed_and_not_always_refused(
-    path: str, prefixes: tuple[str, ...]
+@given(path=dotted, entries=allow_lists)
+def test_a_path_is_admitted_exactly_as_the_entries_name_it(
+    path: str, entries: tuple[str, ...]
 ) -> None:
-    """Law: refusal(path, P) is None iff the path is under P, has no dunder segment and
-    lies under no always-refused name."""
-    dunder = any(s.startswith("__") and s.endswith("__") for s in path.split("."))
+    """Law: refusal(path, A) is None iff an entry admits the path as stated, it has no
+    dunder segment and it lies under no always-refused name."""
+    try:
+        allowed = trust.allow_list(entries)
+    except ValueError:
+        return  # an entry that would allow nothing: refused on its own
     parts = path.split(".")
+    dunder = any(s.startswith("__") and s.endswith("__") for s in parts)
     refused = any(".".join(parts[:n]) in trust.ALWAYS_REFUSED for n in range(1, len(parts) + 1))
-    expected = is_allowed_as_stated(path, prefixes) and not dunder and not refused
-    assert (trust.refusal(path, prefixes) is None) is expected
+    expected = is_admitted_as_stated(path, entries) and not dunder and not refused
+    assert (trust.refusal(path, allowed) is None) is expected
+
+
+def test_a_module_entry_admits_its_own_callables_not_its_submodules() -> None:
+    meta = target_meta({"_target_": "json.decoder.scanstring"})
+    with pytest.raises(UntrustedTarget, match="not those of its submodules"):
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=("json",))
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": "json.dumps"}), allow_targets=("json",)
+    )
+    assert compute_fn(plan)([1]) == "[1]"
+
+
+def test_a_module_entry_refuses_a_callable_defined_elsewhere_at_first_call(okpkg: Path) -> None:
+    (okpkg / "okpkg.py").write_text(OKPKG_SOURCE + "from json import dumps\n")
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": "okpkg.dumps"}), allow_targets=("okpkg",)
+    )
+    with pytest.raises(UntrustedTarget, match="real name") as caught:
+        compute_fn(plan)([1])
+    assert caught.value.real_name == "json.dumps"
+
+
+def test_a_module_entry_does_not_admit_private_names() -> None:
+    with pytest.raises(UntrustedTarget, match="public names"):
+        impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": "json._default_encoder"}), allow_targets=("json",)
+        )
+
+
+def test_an_exact_entry_admits_that_one_callable() -> None:
+    allowed = ("json.decoder.scanstring",)
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": "json.decoder.scanstring"}), allow_targets=allowed
+    )
+    assert compute_fn(plan)('"a"', 1) == ("a", 3)
+    with pytest.raises(UntrustedTarget, match="not allowed"):
+        impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": "json.decoder.JSONDecoder"}), allow_targets=allowed
+        )
+
+
+@pytest.mark.parametrize("entry", ["*", "hyper_*", "a.*.b", ".*", "a.**"])
+def test_a_wildcard_is_only_a_last_dot_star_segment(entry: str) -> None:
+    with pytest.raises(ValueError, match="allow_targets entry"):
+        trust.allow_list((entry,))
+
+
+# ------------------------------------------------------------------ bound callables
+
+
+def bound_compute(*args: Any, **kwargs: Any) -> Any:
+    return ("bound", args, kwargs)
+
+
+def test_a_bound_path_calls_the_program_callable_and_imports_nothing() -> None:
+    path = "hyper_parallel.models.x.fn"
+    meta = target_meta({"_target_": path, "k": 1})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets={path: bound_compute})
+    assert compute_fn(plan)("module") == ("bound", ("module",), {"k": 1})
+    assert "hyper_parallel" not in sys.modules
+    assert impl.freeze_plan(plan).injections == meta.injections
+
+
+def test_a_bound_path_is_called_even_where_the_path_names_a_dangerous_callable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    meta = target_meta({"_target_": "os.system", "command": PWNED})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets={"os.system": bound_compute})
+    assert compute_fn(plan)() == ("bound", (), {"command": PWNED})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bound_paths_mix_with_string_entries() -> None:
+    meta = meta_with(
+        {"match": "m", "local_compute_fn": {"_target_": "hp.x.fn"}},
+        {"match": "n", "local_compute_fn": {"_target_": "json.dumps"}},
+    )
+    plan = impl.rebuild_live_plan_from_meta(
+        meta, allow_targets=("json", {"hp.x.fn": bound_compute})
+    )
+    assert compute_fn(plan, "m")() == ("bound", (), {})
+    assert compute_fn(plan, "n")([2]) == "[2]"
+
+
+@pytest.mark.parametrize(
+    ("allow_targets", "error"),
+    [
+        ({"hp.x.fn": 3}, TypeError),
+        ({"hp": bound_compute}, ValueError),
+        ({3: bound_compute}, ValueError),
+        ({"hp." + "a." * 40 + "fn": bound_compute}, ValueError),
+    ],
+    ids=["not callable", "not a dotted path", "not a string", "too many segments"],
+)
+def test_a_malformed_binding_is_refused_clearly(allow_targets: Any, error: type) -> None:
+    with pytest.raises(error, match="allow_targets"):
+        impl.rebuild_live_plan_from_meta(target_meta("sdpa_qkv"), allow_targets=allow_targets)
+
+
+# --------------------------------------------------------------- bounds and messages
+
+
+def test_a_path_of_too_many_segments_is_a_meta_error_at_rebuild() -> None:
+    path = "torch" + ".a" * 250
+    with pytest.raises(MetaError, match="251 segments") as caught:
+        impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": path}), allow_targets=("torch.*",)
+        )
+    assert caught.value.path == PLACE
+
+
+def test_freeze_refuses_a_path_no_rebuild_would_accept() -> None:
+    plan = ShardingPlan(
+        modules={"m": ModuleShardingSpec(local_compute_fn=Target("okpkg" + ".a" * 40))}
+    )
+    with pytest.raises(FreezeError, match="segments"):
+        impl.freeze_plan(plan)
+
+
+def test_the_refusal_suggests_the_exact_path_or_a_binding_never_the_package() -> None:
+    with pytest.raises(UntrustedTarget) as caught:
+        impl.rebuild_live_plan_from_meta(target_meta({"_target_": "torch.nn.functional.gelu"}))
+    message = str(caught.value)
+    assert 'allow_targets=("torch.nn.functional.gelu",)' in message
+    assert '{"torch.nn.functional.gelu": my_callable}' in message
+    assert "('torch',)" not in message and '("torch",)' not in message
+
+
+def test_following_the_refusal_advice_resolves_the_callable() -> None:
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": "torch.nn.functional.gelu"}),
+        allow_targets=("torch.nn.functional.gelu",),
+    )
+    import torch
+
+    assert compute_fn(plan).resolve() is torch.nn.functional.gelu
+
+
+# ------------------------------------------------------- what a path steps through
+
+ODD_SOURCE = """\
+import types
+
+MARK = []
+
+
+class Lazy(types.ModuleType):
+    def __getattr__(self, name):
+        MARK.append(name)
+        return print
+
+
+class Dynamic:
+    def __getattr__(self, name):
+        MARK.append(name)
+        return print
+
+
+class Holder:
+    @property
+    def fn(self):
+        MARK.append("property")
+        return print
+
+
+lazy = Lazy("oddpkg.lazy")
+dynamic = Dynamic()
+
+
+def __getattr__(name):
+    MARK.append(name)
+    return print
+"""
+
+
+@pytest.fixture
+def oddpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``oddpkg``: a ModuleType subclass, an object with __getattr__, a property and a
+    module __getattr__, each recording in MARK when it runs."""
+    (tmp_path / "oddpkg.py").write_text(ODD_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("oddpkg", None)
+    yield tmp_path
+    sys.modules.pop("oddpkg", None)
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("oddpkg.lazy.anything", "ModuleType subclass"),
+        ("oddpkg.dynamic.anything", "steps only through plain modules and classes"),
+        ("oddpkg.Holder.fn", "runs code of its own"),
+        ("oddpkg.missing", "__getattr__ is not asked"),
+    ],
+)
+def test_a_path_runs_no_getattr_or_descriptor_of_anything_it_steps_through(
+    oddpkg: Path, path: str, why: str
+) -> None:
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": path}), allow_targets=("oddpkg.*",)
+    )
+    with pytest.raises(UntrustedTarget, match=why):
+        compute_fn(plan)()
+    assert sys.modules["oddpkg"].MARK == []
+
+
+def test_torch_ops_is_not_stepped_through_under_any_entry() -> None:
+    import torch
+
+    before = set(sys.modules)
+    for allowed in (("torch.*",), ("torch.ops.aten.relu",)):
+        plan = impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": "torch.ops.aten.relu"}), allow_targets=allowed
+        )
+        with pytest.raises(UntrustedTarget, match="ModuleType subclass"):
+            compute_fn(plan)(torch.zeros(1))
+    assert set(sys.modules) - before == set()
+
+
+# ------------------------------------------------------------- the issue's attacks
+
+
+ATTACKS = [
+    (("torch",), "torch.utils.collect_env.run", {"command": PWNED}),
+    (("torch",), "torch.fx.graph_module._exec_with_source", {"src": "open('pwned.txt','w')"}),
+    (("torch",), "torch.fx.graph_module._method_from_src", {"method_name": "f", "src": "x"}),
+    (("torch",), "torch._inductor.codecache.PyCodeCache.load", {"source_code": "x"}),
+    (("torch",), "torch._inductor.cpp_builder.run_compile_cmd", {"cmd_line": PWNED}),
+    (("torch",), "torch.ops.load_library", {"path": "libpwned.so"}),
+    (
+        ("torch.distributed",),
+        "torch.distributed.elastic.multiprocessing.subprocess_handler.SubprocessHandler",
+        {"entrypoint": "sh", "args": ["-c", PWNED]},
+    ),
+    (("numpy",), "numpy.testing.runstring", {"astr": "open('pwned.txt','w')"}),
+    (("numpy",), "numpy.load", {"file": "evil.npy", "allow_pickle": True}),
+    (("numpy",), "numpy.ctypeslib.load_library", {"libname": "pwned", "loader_path": "."}),
+]
+
+
+@pytest.mark.parametrize(("allowed", "path", "kwargs"), ATTACKS, ids=[a[1] for a in ATTACKS])
+@pytest.mark.parametrize("strict", [True, False])
+def test_each_attack_of_the_issue_is_refused_and_nothing_runs(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    allowed: tuple[str, ...],
+    path: str,
+    kwargs: dict[str, Any],
+    strict: bool,
+) -> None:
+    """Under the allow-list the issue shows and under the exact path itself: refused at
+    rebuild (the first line), or at the first call, before anything runs or imports."""
+    monkeypatch.chdir(tmp_path)
+    before = set(sys.modules)
+    for entries in (allowed, (path,), (f"{allowed[0]}.*",)):
+        for key in ("local_compute_fn", "inner_wrapper", "inner_out_src"):
+            meta = target_meta({"_target_": path, **kwargs}, key)
+            try:
+                plan = impl.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=entries)
+            except UntrustedTarget as refused:
+                assert refused.path == f"injections[0].{key}"
+                continue
+            except ValueError as refused_entry:  # an entry naming it would allow nothing
+                assert "always refused" in str(refused_entry) and entries == (path,)
+                continue
+            with pytest.raises(UntrustedTarget):  # pragma: no cover - none gets here
+                getattr(plan.modules["m"], key)("module")
+            raise AssertionError(f"{path} under {entries} was admitted at rebuild")
+    assert not (tmp_path / "pwned.txt").exists() and list(tmp_path.iterdir()) == []
+    assert set(sys.modules) - before == set()
 
 
 # ------------------------------------------------------------ the upstream artifact
 
+FIXTURE_TARGETS = (
+    "hyper_parallel.models.qwen3_moe.adapter.distributed.context_parallel."
+    "qwen3_moe_flash_attention_cp_wrapper",
+    "hyper_parallel.models.qwen3_moe.adapter.distributed.expert_parallel.qwen3moe_ep_compute_fn",
+)
 
-def test_the_shared_fixture_round_trips_with_only_its_package_allowed() -> None:
-    meta = load_meta(shared_fixture(QWEN3_MOE))
-    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("hyper_parallel",))
-    again = impl.freeze_plan(plan)
-    assert json.dumps(again.param_plan, indent=2, sort_keys=True) == json.dumps(
-        meta.param_plan, indent=2, sort_keys=True
-    )
-    assert {r["match"]: r for r in again.injections} == {r["match"]: r for r in meta.injections}
+
+def local_cp_wrapper(*args: Any, **kwargs: Any) -> Any:
+    return ("cp", args, kwargs)
+
+
+def local_ep_compute(*args: Any, **kwargs: Any) -> Any:
+    return ("ep", args, kwargs)
+
+
+@pytest.mark.parametrize(
+    "allow_targets",
+    [
+        FIXTURE_TARGETS,
+        ("hyper_parallel.*",),
+        dict(zip(FIXTURE_TARGETS, (local_cp_wrapper, local_ep_compute), strict=True)),
+    ],
+    ids=["exact paths", "subtree", "mapping"],
+)
+def test_the_shared_fixture_round_trips_byte_for_byte(allow_targets: Any) -> None:
+    source = shared_fixture(QWEN3_MOE)
+    meta = load_meta(source)
+    for strict in (True, False):
+        plan = impl.rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)
+        again = impl.freeze_plan(plan)
+        document = json.loads(meta_to_json(again))
+        document["injections"] = sorted(document["injections"], key=json.dumps)
+        original = json.loads(source.read_text())
+        original["injections"] = sorted(original["injections"], key=json.dumps)
+        assert json.dumps(document, indent=2, sort_keys=True) == json.dumps(
+            original, indent=2, sort_keys=True
+        )
+    if isinstance(allow_targets, dict):
+        specs = plan.modules.values()
+        computed = [s.local_compute_fn("x") for s in specs if s.local_compute_fn]
+        assert computed == [("ep", ("x",), {"use_grouped_gemm": True})] * 4
+        assert {s.inner_wrapper("x")[0] for s in specs if s.inner_wrapper} == {"cp"}
+    assert "hyper_parallel" not in sys.modules
     with pytest.raises(UntrustedTarget, match="hyper_parallel"):
-        impl.rebuild_live_plan_from_meta(meta)
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=("hyper_parallel",))

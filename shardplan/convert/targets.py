@@ -47,29 +47,24 @@ class Target:
         self.path = path
         self.kwargs = kwargs
         self._resolved: Callable[..., Any] | None = None
-        self._allowed: tuple[str, ...] | None = None
+        self._allowed: trust.AllowList | None = None
         self._place = ""
 
     def resolve(self) -> Callable[..., Any]:
         """Import and return the callable (once; later calls reuse it).
 
-        A Target rebuilt from an artifact is checked first against the allow-list it was
-        admitted under (its path may have been reassigned since), then each module or
-        class the path steps through, then the imported object's own module:
-        UntrustedTarget, and nothing is called, if one is not allowed.
+        A Target rebuilt from an artifact is resolved under the allow-list it was admitted
+        by (trust.resolve: its path is checked again, it steps only through plain modules
+        and classes, and what it reaches must be trusted by its real name):
+        UntrustedTarget, and nothing is called, if it is not. One bound to the program's
+        own callable was resolved at rebuild.
         """
         if self._resolved is None:
             allowed = self._allowed
             if allowed is None:
                 self._resolved = _import_path(self.path)
             else:
-                path, place = self.path, self._place
-                trust.check_path(path, allowed, place)
-                found = _import_path(
-                    path, lambda step: trust.check_step(path, step, allowed, place)
-                )
-                trust.check_resolved(path, found, allowed, place)
-                self._resolved = found
+                self._resolved = trust.resolve(self.path, allowed, self._place)
         return self._resolved
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -100,10 +95,9 @@ class Target:
         return f"Target({self.path!r}{extra})"
 
 
-def _import_path(path: str, check_step: Callable[[Any], None] | None = None) -> Callable[..., Any]:
+def _import_path(path: str) -> Callable[..., Any]:
     """Import ``package.module.attr.attr``: the longest importable module prefix, then
-    attributes. ``check_step``, if given, sees each object before an attribute is read
-    from it."""
+    attributes (a Target built in Python: trusted code)."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:split])
@@ -117,8 +111,6 @@ def _import_path(path: str, check_step: Callable[[Any], None] | None = None) -> 
                 continue  # this prefix is not a module; try a shorter one
             raise
         for attr in parts[split:]:
-            if check_step is not None:
-                check_step(obj)
             obj = getattr(obj, attr)
         return obj  # type: ignore[no-any-return]
     raise ImportError(f"cannot import Target path {path!r}: no importable module prefix")
@@ -177,6 +169,9 @@ def frozen_target(target: Target, path: str) -> dict[str, Any]:
             path,
             f"Target path {shown(target.path)} must be a dotted import path such as 'pkg.mod.fn'",
         )
+    too_long = trust.path_bound(target.path)
+    if too_long is not None:
+        raise FreezeError(path, too_long + ": no rebuild would accept it")
     if not isinstance(target.kwargs, dict):
         raise FreezeError(path, f"Target kwargs must be a dict, got {type(target.kwargs).__name__}")
     if TARGET_KEY in target.kwargs:
@@ -211,7 +206,7 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
         if not isinstance(key, str):
             raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
     scope = trust.current_scope()
-    allowed = scope.prefixes
+    allowed = scope.allowed
     if allowed is not None and dotted not in scope.admitted:
         trust.check_path(dotted, allowed, path)
         scope.admitted.add(dotted)
@@ -225,4 +220,7 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     target = Target(dotted, **kwargs)
     target._allowed = allowed
     target._place = path
+    if allowed is not None and allowed.bound:
+        # Bound to the program's own callable: a call reaches it, nothing is imported.
+        target._resolved = allowed.bound.get(dotted)
     return target

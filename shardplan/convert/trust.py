@@ -1,13 +1,17 @@
 """Which callables an artifact may name (docs/contract.md §8).
 
 A Target rebuilt from an artifact names a callable the trainer will import and call with
-the artifact's arguments. It is admitted only under a module prefix the calling program
-passed as ``allow_targets`` (trusted code; never the artifact), matched at dot
-boundaries: ``"hyper_parallel"`` admits ``hyper_parallel.models.x.fn``, not
-``hyper_parallel_evil.fn``. Whatever the allow-list, a path with a dunder segment and the
-names in ``ALWAYS_REFUSED`` are refused. When the Target is first resolved, the object it
-imports must itself live under an allowed prefix (its ``__module__``): a re-export does
-not make a callable trusted.
+the artifact's arguments. It is admitted only by an entry of the ``allow_targets`` the
+calling program passed (trusted code; never the artifact). An entry names what it
+trusts: ``"a.b.fn"`` that one callable, ``"a.b"`` the public callables defined in module
+``a.b`` itself (``a.b.name``, whose real ``__module__`` is ``a.b``), ``"a.b.*"`` every
+callable below ``a.b``; a mapping ``{path: callable}`` binds a path to the program's own
+callable, and nothing is imported for it. Whatever the allow-list, a path longer than
+``MAX_PATH_LENGTH`` or ``MAX_PATH_SEGMENTS``, a dunder segment and the names in
+``ALWAYS_REFUSED`` are refused. When the Target is first resolved, its path steps only
+through plain modules and classes, read from their own ``__dict__`` (no ``__getattr__``
+or descriptor of anyone runs), and the object it reaches must be a function or a class
+whose real name is admitted too: a re-export does not make a callable trusted.
 
 The allow-list of the rebuild in progress lives in a ``ContextVar`` (thread- and
 async-safe), set by ``begin_rebuild`` and reset by ``end_rebuild`` in a ``finally``:
@@ -17,21 +21,30 @@ Outside any rebuild the scope admits nothing.
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from types import ModuleType
 from typing import Any
 
 from shardplan.errors import UntrustedTarget, shown
+from shardplan.table.format import DOTTED_PATH_PATTERN
 
 MODULE_PREFIX_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
 _MODULE_PREFIX_RE = re.compile(MODULE_PREFIX_PATTERN)
+_DOTTED_PATH_RE = re.compile(DOTTED_PATH_PATTERN)
 
-# The longest Target path an artifact may name. Real ones are about 100 characters; a
-# longer path only costs the trainer one import attempt a segment when it is resolved.
+# The longest Target path an artifact may name, in characters and in segments. Real ones
+# are about 100 characters and 8 segments; each segment may cost the trainer one nested
+# import when the path is resolved, so the count is bounded well below the interpreter's
+# recursion limit.
 MAX_PATH_LENGTH = 512
+MAX_PATH_SEGMENTS = 32
+
+# What a program passes as ``allow_targets``: entries (strings, mappings), or one mapping.
+AllowTargets = Iterable["str | Mapping[str, Callable[..., Any]]"] | Mapping[str, Callable[..., Any]]
 
 _RUNS_CODE = "runs or compiles code it is given as text"
 _IMPORTS = "imports a module, or finds an object, by a name it is given"
@@ -70,6 +83,7 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "types.CodeType",
         "builtins.function",
         "builtins.code",
+        "numpy.testing",
     ),
     _IMPORTS: (
         "builtins.__import__",
@@ -108,17 +122,43 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "_ctypes",
         "torch.hub",
         "torch.load",
-        "torch.serialization.load",
+        "torch.serialization",
         "torch.jit.load",
         "torch.jit._serialization",
         "torch.package",
         "torch.utils.cpp_extension",
+        # torch's top-level loaders, which an entry "torch" would admit by their real name
+        "torch.import_ir_module",
+        "torch.import_ir_module_from_buffer",
+        "torch._load_global_deps",
+        "torch._preload_cuda_deps",
+        "torch._preload_cuda_lib",
+        "torch._import_device_backends",
+        "torch.ops.load_library",
+        "torch.classes.load_library",
+        "torch._ops._Ops.load_library",
+        "torch._classes._Classes.load_library",
+        "torch._inductor.codecache",
+        "torch._inductor.cpp_builder",
+        "torch.fx.graph_module._exec_with_source",
+        "torch.fx.graph_module._method_from_src",
+        "torch.fx.graph_module._forward_from_src",
+        # numpy's: numpy.load's __module__ is numpy, and allow_pickle unpickles a file
+        "numpy.load",
+        "numpy.lib.format",
+        "numpy.lib._npyio_impl",
+        "numpy.lib.npyio",
+        "numpy.ctypeslib",
+        "numpy.f2py",
+        "numpy.distutils",
     ),
     _CONFIGURES: ("logging.config", "hydra.utils", "hydra._internal"),
     _SPAWNS: (
         *(f"{module}.{name}" for module in ("os", "posix", "nt") for name in _PROCESS_STARTERS),
         "subprocess",
         "_posixsubprocess",
+        "torch.utils.collect_env",
+        "torch.distributed.elastic.multiprocessing.subprocess_handler",
         "pty.spawn",
         "asyncio.create_subprocess_exec",
         "asyncio.create_subprocess_shell",
@@ -154,173 +194,428 @@ def dunder_segment(dotted: str) -> str | None:
     return None
 
 
-def under_prefix(dotted: str, prefixes: tuple[str, ...]) -> bool:
-    """Whether ``dotted`` is one of ``prefixes`` or lies under one at a dot boundary."""
-    for prefix in prefixes:
-        if dotted.startswith(prefix) and (len(dotted) == len(prefix) or dotted[len(prefix)] == "."):
+def path_bound(dotted: str) -> str | None:
+    """Why ``dotted`` is too long to be a Target path; None if it is within the bounds."""
+    if len(dotted) > MAX_PATH_LENGTH:
+        return f"Target path of {len(dotted)} characters is refused: at most {MAX_PATH_LENGTH}"
+    segments = dotted.count(".") + 1
+    if segments > MAX_PATH_SEGMENTS:
+        return (
+            f"Target path of {segments} segments is refused: at most {MAX_PATH_SEGMENTS} "
+            f"(it starts {dotted[:40]!r})"
+        )
+    return None
+
+
+class AllowList:
+    """``allow_targets`` once checked: exact names (each also read as a module whose
+    public callables it admits), subtree roots, and paths bound to the program's own
+    callables."""
+
+    __slots__ = ("names", "subtrees", "bound", "shown")
+
+    def __init__(
+        self,
+        names: frozenset[str],
+        subtrees: tuple[str, ...],
+        bound: dict[str, Callable[..., Any]],
+        shown: str,
+    ) -> None:
+        self.names = names
+        self.subtrees = subtrees
+        self.bound = bound
+        self.shown = shown
+
+    def grant(self, dotted: str) -> str | None:
+        """Which entry admits ``dotted``: "bound", "exact", "module", "subtree", or None."""
+        if dotted in self.bound:
+            return "bound"
+        if dotted in self.names:
+            return "exact"
+        module, _, name = dotted.rpartition(".")
+        if module in self.names and not name.startswith("_"):
+            return "module"
+        for root in self.subtrees:
+            if dotted.startswith(root) and dotted[len(root) : len(root) + 1] == ".":
+                return "subtree"
+        return None
+
+    def admits_real_name(self, module: str, name: str) -> bool:
+        """Whether an object whose real ``__module__`` is ``module`` and whose real dotted
+        name is ``name`` is trusted by an entry: that exact name, its module, a subtree."""
+        if name in self.names or module in self.names:
             return True
-    return False
+        return any(module == root or module.startswith(root + ".") for root in self.subtrees)
 
 
-def allow_list(allow_targets: object) -> tuple[str, ...]:
-    """``allow_targets`` as a tuple of checked module prefixes, or TypeError/ValueError.
+NOTHING_ALLOWED = AllowList(frozenset(), (), {}, "allow_targets=()")
 
-    A bare string is refused: iterating it would allow its letters.
+
+def _check_entry_name(entry: str, shown_entry: str) -> None:
+    if not _MODULE_PREFIX_RE.fullmatch(entry):
+        raise ValueError(
+            f"allow_targets entry {shown_entry} is not a dotted name such as "
+            "'my_planner.models.fn', 'my_planner.models' or 'my_planner.*' (ASCII, a "
+            "wildcard only as a last '.*' segment, no leading or trailing dot)"
+        )
+    bound = path_bound(entry)
+    if bound is not None:
+        raise ValueError(f"allow_targets entry {shown_entry} would allow nothing: {bound}")
+    segment = dunder_segment(entry)
+    if segment is not None:
+        raise ValueError(
+            f"allow_targets entry {entry!r} has the dunder segment {segment!r}: dunder "
+            "paths are always refused, so it would allow nothing"
+        )
+    refused = refused_name(entry)
+    if refused is not None:
+        raise ValueError(
+            f"allow_targets entry {entry!r} would allow nothing: {refused} is always "
+            f"refused (it {ALWAYS_REFUSED[refused]})"
+        )
+
+
+def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> None:
+    for path, fn in mapping.items():
+        if not isinstance(path, str) or not _DOTTED_PATH_RE.fullmatch(path):
+            raise ValueError(
+                f"allow_targets binds {shown(path)}: a bound path must be the dotted path an "
+                "artifact names, such as 'hyper_parallel.models.x.fn'"
+            )
+        too_long = path_bound(path)
+        if too_long is not None:
+            raise ValueError(f"allow_targets binds a path no artifact may name: {too_long}")
+        if not callable(fn):
+            raise TypeError(
+                f"allow_targets binds {path!r} to {type(fn).__name__} {shown(fn)}: bind it "
+                "to the program's own callable"
+            )
+        bound[path] = fn
+
+
+def allow_list(allow_targets: object) -> AllowList:
+    """``allow_targets`` checked, or TypeError/ValueError naming the bad entry.
+
+    It is a tuple (or any iterable) of entries, each a string or a mapping
+    ``{path: callable}``, or one such mapping. A bare string is refused: iterating it
+    would allow its letters.
     """
     if type(allow_targets) is tuple and not allow_targets:
-        return ()
+        return NOTHING_ALLOWED
     if isinstance(allow_targets, (str, bytes)):
         raise TypeError(
-            "allow_targets must be a tuple of module prefixes, got the "
+            "allow_targets must be a tuple of entries, got the "
             f"{type(allow_targets).__name__} {shown(allow_targets)}: write "
             f"allow_targets=({allow_targets!r},)"
         )
-    if not isinstance(allow_targets, Iterable):
+    items: list[object]
+    if isinstance(allow_targets, Mapping):
+        items = [allow_targets]
+    elif isinstance(allow_targets, Iterable):
+        items = list(allow_targets)
+    else:
         raise TypeError(
-            "allow_targets must be a tuple of module prefixes such as ('hyper_parallel',), "
-            f"got {type(allow_targets).__name__} {shown(allow_targets)}"
+            "allow_targets must be a tuple of entries such as ('my_planner.models.fn',), "
+            "or a mapping {artifact path: callable}, got "
+            f"{type(allow_targets).__name__} {shown(allow_targets)}"
         )
-    prefixes: list[str] = []
-    for prefix in allow_targets:
-        if not isinstance(prefix, str):
+    names: set[str] = set()
+    subtrees: list[str] = []
+    bound: dict[str, Callable[..., Any]] = {}
+    for item in items:
+        if isinstance(item, Mapping):
+            _bind(bound, item)
+            continue
+        if not isinstance(item, str):
             raise TypeError(
-                f"allow_targets holds {type(prefix).__name__} {shown(prefix)}: each entry must "
-                "be a module prefix string such as 'hyper_parallel'"
+                f"allow_targets holds {type(item).__name__} {shown(item)}: each entry must "
+                "be a string such as 'my_planner.models.fn' or a mapping {path: callable}"
             )
-        if not _MODULE_PREFIX_RE.fullmatch(prefix):
-            raise ValueError(
-                f"allow_targets entry {shown(prefix)} is not a dotted module name such as "
-                "'hyper_parallel' or 'my_pkg.models' (ASCII, no wildcards, no leading or "
-                "trailing dot)"
-            )
-        segment = dunder_segment(prefix)
-        if segment is not None:
-            raise ValueError(
-                f"allow_targets entry {prefix!r} has the dunder segment {segment!r}: dunder "
-                "paths are always refused, so it would allow nothing"
-            )
-        refused = refused_name(prefix)
-        if refused is not None:
-            raise ValueError(
-                f"allow_targets entry {prefix!r} would allow nothing: {refused} is always "
-                f"refused (it {ALWAYS_REFUSED[refused]})"
-            )
-        prefixes.append(prefix)
-    return tuple(prefixes)
+        if item.endswith(".*"):
+            _check_entry_name(item[:-2], shown(item))
+            subtrees.append(item[:-2])
+        else:
+            _check_entry_name(item, shown(item))
+            names.add(item)
+    strings = (*sorted(names), *(f"{root}.*" for root in subtrees))
+    described = f"allow_targets={strings!r}" if strings else "no string entry"
+    if bound:
+        described += f" and {len(bound)} bound path{'s' if len(bound) > 1 else ''}"
+    return AllowList(frozenset(names), tuple(subtrees), bound, described)
 
 
-def _how_to_allow(dotted: str, prefixes: tuple[str, ...]) -> str:
-    now = f"allow_targets={prefixes!r}" if prefixes else "no Target is allowed (allow_targets=())"
+def _how_to_allow(dotted: str) -> str:
     return (
-        f"{now}. If you trust every callable of that package, the program rebuilding the "
-        f"artifact allows it: rebuild_plan(meta, allow_targets=({dotted.split('.')[0]!r},))"
+        f"If the program means to call it, allow exactly that callable: rebuild_plan(meta, "
+        f'allow_targets=("{dotted}",)), or bind the path to the program\'s own callable, '
+        f'and nothing is imported: allow_targets={{"{dotted}": my_callable}}'
     )
 
 
-def refusal(dotted: str, prefixes: tuple[str, ...]) -> str | None:
-    """Why an artifact may not name ``dotted`` under ``prefixes``; None if it may."""
-    if len(dotted) > MAX_PATH_LENGTH:
-        return f"Target path of {len(dotted)} characters is refused: at most {MAX_PATH_LENGTH}"
+def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
+    if allowed is NOTHING_ALLOWED:
+        now = "no Target is allowed (allow_targets=())"
+    else:
+        now = f"no entry admits it ({allowed.shown})"
+        module, _, name = dotted.rpartition(".")
+        for entry in sorted(allowed.names):
+            if dotted.startswith(entry + ".") and entry != module:
+                now += (
+                    f"; the entry {entry!r} admits the callables defined in module {entry} "
+                    f"itself ({entry}.name), not those of its submodules"
+                )
+                break
+        else:
+            if module in allowed.names and name.startswith("_"):
+                now += f"; the entry {module!r} admits only the public names of {module}"
+    return f"Target {dotted!r} is not allowed: {now}. {_how_to_allow(dotted)}"
+
+
+def refusal(dotted: str, allowed: AllowList) -> str | None:
+    """Why an artifact may not name ``dotted`` under ``allowed``; None if it may."""
+    too_long = path_bound(dotted)
+    if too_long is not None:
+        return too_long
     segment = dunder_segment(dotted)
     if segment is not None:
         return (
             f"Target {dotted!r} is always refused: its segment {segment!r} is a dunder name, "
             "which reaches Python's internals, not a callable a package exports"
         )
+    if dotted in allowed.bound:
+        return None  # the program's own callable: nothing the path says is imported
     refused = refused_name(dotted)
     if refused is not None:
         return (
             f"Target {dotted!r} is always refused, whatever allow_targets says: {refused} "
             f"{ALWAYS_REFUSED[refused]}"
         )
-    if not under_prefix(dotted, prefixes):
-        return f"Target {dotted!r} is not allowed: {_how_to_allow(dotted, prefixes)}"
+    if allowed.grant(dotted) is None:
+        return _why_not_allowed(dotted, allowed)
     return None
 
 
-def check_path(dotted: str, prefixes: tuple[str, ...], place: str) -> None:
+def check_path(dotted: str, allowed: AllowList, place: str) -> None:
     """Raise UntrustedTarget at ``place`` unless an artifact may name ``dotted``."""
-    why = refusal(dotted, prefixes)
+    why = refusal(dotted, allowed)
     if why is not None:
         raise UntrustedTarget(place, why, target=dotted)
 
 
-def real_name(obj: Any) -> tuple[str | None, str]:
-    """``(module, "module.qualname")`` of a resolved object: where it really lives."""
-    module = getattr(obj, "__module__", None)
-    if not isinstance(module, str):
-        return None, shown(obj)
-    qualname = getattr(obj, "__qualname__", None)
-    if not isinstance(qualname, str):  # an instance: named after its class
-        qualname = type(obj).__qualname__
-    return module, f"{module}.{qualname}"
+# Read without running anything an object defines: these are the C slots of type itself.
+_CLASS_MODULE = type.__dict__["__module__"]
+_CLASS_QUALNAME = type.__dict__["__qualname__"]
+_CLASS_MRO = type.__dict__["__mro__"]
+_CLASS_DICT = type.__dict__["__dict__"]
 
 
-def check_step(dotted: str, obj: Any, prefixes: tuple[str, ...], place: str) -> None:
-    """Raise UntrustedTarget at ``place`` unless ``obj``, which the path ``dotted`` steps
-    through, is a module or a class that really lives under an allowed prefix: an
-    attribute is read only from those (no other object's ``__getattr__`` runs)."""
-    if isinstance(obj, ModuleType):
-        module = obj.__name__
-    elif isinstance(obj, type):
-        module = obj.__module__
-    else:
+def _class_name(cls: type) -> tuple[str, str]:
+    module = _CLASS_MODULE.__get__(cls, type)
+    qualname = _CLASS_QUALNAME.__get__(cls, type)
+    return str(module), f"{module}.{qualname}"
+
+
+class _Refused(Exception):
+    """One step of a resolution refused: ``why``, and the real name it was about."""
+
+    def __init__(self, why: str, real_name: str) -> None:
+        super().__init__(why)
+        self.why = why
+        self.real_name = real_name
+
+
+def _step_name(obj: Any, dotted: str) -> tuple[str, str]:
+    """``(module, name)`` of an object a path steps through: a plain module (not an
+    instance of a ModuleType subclass) or a class; _Refused for anything else."""
+    if type(obj) is types.ModuleType:
+        return obj.__name__, obj.__name__
+    if isinstance(obj, type):
+        return _class_name(obj)
+    kind = type(obj)
+    what = f"an instance of {kind.__module__}.{kind.__qualname__}"
+    if isinstance(obj, types.ModuleType):
+        what += ", a ModuleType subclass whose attributes may be built on demand"
+    raise _Refused(
+        f"Target {dotted!r} steps through {what}: a path steps only through plain modules "
+        "and classes",
+        f"{kind.__module__}.{kind.__qualname__}",
+    )
+
+
+def _attribute(obj: Any, attr: str, dotted: str) -> Any:
+    """``obj.attr`` read from the module's or the class's own ``__dict__`` (no
+    ``__getattr__``, property or other descriptor runs), or _Refused."""
+    if type(obj) is types.ModuleType:
+        try:
+            return vars(obj)[attr]
+        except KeyError:
+            raise _Refused(
+                f"Target {dotted!r}: module {obj.__name__} defines no {attr!r} (a module's "
+                "__getattr__ is not asked)",
+                obj.__name__,
+            ) from None
+    for klass in _CLASS_MRO.__get__(obj, type):
+        found = _CLASS_DICT.__get__(klass, type).get(attr, _MISSING)
+        if found is _MISSING:
+            continue
+        if isinstance(found, staticmethod):
+            return found.__func__
+        if isinstance(found, classmethod):
+            return types.MethodType(found.__func__, obj)
+        if isinstance(found, types.ClassMethodDescriptorType):
+            return found.__get__(None, obj)
+        if isinstance(found, (type, types.FunctionType, types.BuiltinFunctionType)):
+            return found
+        raise _Refused(
+            f"Target {dotted!r}: {attr!r} of {_class_name(obj)[1]} is a "
+            f"{type(found).__name__}, which runs code of its own to be read",
+            _class_name(obj)[1],
+        )
+    raise _Refused(
+        f"Target {dotted!r}: class {_class_name(obj)[1]} defines no {attr!r}", _class_name(obj)[1]
+    )
+
+
+_MISSING = object()
+
+
+def _callable_name(obj: Any, dotted: str) -> tuple[str, str]:
+    """``(module, "module.qualname")`` of a function or class a path reaches; _Refused
+    for anything else (an instance's call runs whatever its class says)."""
+    if isinstance(obj, type):
+        return _class_name(obj)
+    if isinstance(obj, types.MethodType) and isinstance(obj.__self__, type):
+        obj = obj.__func__  # a classmethod of a class
+    if isinstance(obj, types.BuiltinFunctionType):
+        owner = obj.__self__
+        if (
+            owner is not None
+            and type(owner) is not types.ModuleType
+            and not isinstance(owner, type)
+        ):
+            obj = None  # a method bound to an instance
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+        module, qualname = obj.__module__, obj.__qualname__
+        if isinstance(module, str) and isinstance(qualname, str):
+            return module, f"{module}.{qualname}"
+        raise _Refused(
+            f"Target {dotted!r} resolves to {shown(obj)}, which has no __module__ naming where "
+            "it lives, so it cannot be checked",
+            shown(obj),
+        )
+    if isinstance(obj, types.ModuleType):
+        raise _Refused(
+            f"Target {dotted!r} resolves to the module {shown(obj)}, not a function or a class",
+            obj.__name__ if type(obj) is types.ModuleType else f"{type(obj).__module__}.module",
+        )
+    kind = type(obj)
+    raise _Refused(
+        f"Target {dotted!r} resolves to {shown(obj)}, an instance of {kind.__qualname__}, not a "
+        "function or a class: an instance's call runs whatever its class says",
+        f"{kind.__module__}.{kind.__qualname__}",
+    )
+
+
+def _import_module(module_name: str) -> Any:
+    """``importlib.import_module``, or None when ``module_name`` itself is not a module
+    (a missing module that its own code imports is the real error)."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            return None
+        raise
+
+
+def _walk(dotted: str, parts: list[str], grant: str | None, allowed: AllowList) -> Any:
+    """The object ``parts`` names, reached top-down: a segment is imported as a submodule
+    only from a package that does not define it (so importlib asks no module's
+    ``__getattr__``, and the parent imports do not nest), else read statically. A module
+    grant (``a.b.name``) imports exactly ``a.b`` and reads ``name`` from it. An object
+    reached by reading an attribute, not by importing the path's own module, must be a
+    plain module or class, and under a subtree grant trusted by its real name."""
+    obj = _import_module(parts[0])
+    if obj is None:
+        raise ImportError(f"cannot import Target path {dotted!r}: no module {parts[0]!r}")
+    imported = True
+    for index in range(1, len(parts)):
+        attr, prefix = parts[index], ".".join(parts[: index + 1])
+        module, name = _step_name(obj, dotted)
+        if not imported and grant == "subtree" and not allowed.admits_real_name(module, name):
+            raise _Refused(
+                f"Target {dotted!r} steps through {name}, which no entry trusts "
+                f"({allowed.shown}): a re-export does not make it trusted",
+                name,
+            )
+        must_import = grant == "module" and index < len(parts) - 1
+        is_package = imported and type(obj) is types.ModuleType and "__path__" in vars(obj)
+        if is_package and (must_import or attr not in vars(obj)):
+            found = _import_module(prefix)
+            if found is not None:
+                obj = found
+                continue
+        if must_import:
+            raise _Refused(f"Target {dotted!r}: {prefix} is not a module", prefix)
+        obj, imported = _attribute(obj, attr, dotted), False
+    return obj
+
+
+def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
+    """Import the callable an admitted path names, or raise UntrustedTarget at ``place``
+    before anything is called.
+
+    The path is checked again (it may have been reassigned). A path admitted as a public
+    name of module M imports exactly M; an exact or subtree path imports its longest
+    importable module prefix. Each object stepped through must be a plain module or a
+    class, read from its own ``__dict__``; the object reached must be a function or a
+    class, not always refused by its real name, and, unless the program named the path
+    exactly, trusted by its real name too.
+    """
+    check_path(dotted, allowed, place)
+    grant = allowed.grant(dotted)
+    if grant == "bound":
+        return allowed.bound[dotted]
+    parts = dotted.split(".")
+    try:
+        obj = _walk(dotted, parts, grant, allowed)
+        module, name = _callable_name(obj, dotted)
+        refused = refused_name(name)
+        if refused is not None:
+            raise _Refused(
+                f"Target {dotted!r} resolves to {name}, which is always refused: {refused} "
+                f"{ALWAYS_REFUSED[refused]}",
+                name,
+            )
+        if grant != "exact" and not allowed.admits_real_name(module, name):
+            raise _Refused(
+                f"Target {dotted!r} resolves to {name}, whose module {module!r} no entry "
+                f"trusts ({allowed.shown}): a re-export does not make a callable trusted. "
+                f'Allow its real name ("{name}",) if you trust it, or bind the path',
+                name,
+            )
+    except _Refused as refused_step:
         raise UntrustedTarget(
             place,
-            f"Target {dotted!r} steps through {shown(obj)}, which is neither a module nor a "
-            "class; nothing was called",
+            refused_step.why + "; nothing was called",
             target=dotted,
-            real_name=shown(obj),
-        )
-    if not under_prefix(module, prefixes):
-        raise UntrustedTarget(
-            place,
-            f"Target {dotted!r} steps through {shown(obj)}, whose module {module!r} is not "
-            f"allowed (allow_targets={prefixes!r}): a re-export does not make it trusted; "
-            "nothing was called",
-            target=dotted,
-            real_name=module,
-        )
-
-
-def check_resolved(dotted: str, obj: Any, prefixes: tuple[str, ...], place: str) -> None:
-    """Raise UntrustedTarget at ``place`` unless the object ``dotted`` imported lives
-    under an allowed prefix and is not always refused."""
-    module, name = real_name(obj)
-    if module is None:
-        why = (
-            f"Target {dotted!r} resolves to {name}, which has no __module__ naming where it "
-            "lives, so it cannot be checked"
-        )
-    elif (refused := refused_name(name)) is not None:
-        why = (
-            f"Target {dotted!r} resolves to {name}, which is always refused: {refused} "
-            f"{ALWAYS_REFUSED[refused]}"
-        )
-    elif not under_prefix(module, prefixes):
-        why = (
-            f"Target {dotted!r} resolves to {name}, whose module {module!r} is not allowed "
-            f"(allow_targets={prefixes!r}): a re-export does not make a callable trusted. "
-            f"Allow {module!r} too if you trust it"
-        )
-    else:
-        return
-    raise UntrustedTarget(place, why + "; nothing was called", target=dotted, real_name=name)
+            real_name=refused_step.real_name,
+        ) from None
+    return obj  # type: ignore[no-any-return]
 
 
 class TrustScope:
     """The allow-list of one rebuild, and the paths it has already admitted (an artifact
-    names the same few callables thousands of times). ``prefixes`` is None only while
+    names the same few callables thousands of times). ``allowed`` is None only while
     freeze reads back a planner's own values: those are trusted code."""
 
-    __slots__ = ("prefixes", "admitted")
+    __slots__ = ("allowed", "admitted")
 
-    def __init__(self, prefixes: tuple[str, ...] | None) -> None:
-        self.prefixes = prefixes
+    def __init__(self, allowed: AllowList | None) -> None:
+        self.allowed = allowed
         self.admitted: set[str] = set()
 
 
-_DENY_ALL = TrustScope(())  # never admits anything, so its set stays empty
+_DENY_ALL = TrustScope(NOTHING_ALLOWED)  # never admits anything, so its set stays empty
 _SCOPE: ContextVar[TrustScope] = ContextVar("shardplan_trust_scope", default=_DENY_ALL)
 
 
