@@ -32,7 +32,7 @@ from tests.helpers import (
 )
 
 FIXTURE = "qwen3_moe_codegen_meta.json"
-TRUSTED = ("hyper_parallel",)  # the package the shared fixture's Targets name
+TRUSTED = ("hyper_parallel.*",)  # the subtree the shared fixture's Targets name
 SPEC = "shardplan/table/spec.py"
 PLAN_TABLE = "shardplan/table/plan_fields.py"
 LAST_PLAN_SETTING = "    loss_parallel: bool = False\n"
@@ -53,7 +53,7 @@ schema = json.load(open(schema_path))
 seen = {}
 for path in paths:
     meta = load_meta(path)
-    plan = shardplan.rebuild_plan(meta, allow_targets=("hyper_parallel",))
+    plan = shardplan.rebuild_plan(meta, allow_targets=("hyper_parallel.*",))
     written = meta_to_bytes(meta)
     again = meta_to_bytes(shardplan.freeze_plan(plan))
     jsonschema.validate(json.loads(again), schema)
@@ -144,8 +144,8 @@ from shardplan.artifact.meta import load_meta
 from shardplan import reference
 meta = load_meta(sys.argv[1])
 print(json.dumps([
-    shardplan.rebuild_plan(meta, allow_targets=("hyper_parallel",)).loss_parallel,
-    reference.rebuild_plan(meta, allow_targets=("hyper_parallel",)).loss_parallel,
+    shardplan.rebuild_plan(meta, allow_targets=("hyper_parallel.*",)).loss_parallel,
+    reference.rebuild_plan(meta, allow_targets=("hyper_parallel.*",)).loss_parallel,
 ]))
 """
     ran = run_python_here(repo_copy, "-c", code, str(fixture))
