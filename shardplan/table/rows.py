@@ -25,8 +25,25 @@ def split_key(group: str, key: str) -> tuple[str, str]:
     return within, leaf
 
 
+class _Keyed:
+    """Where a row's or a retired key's ``key`` lives, parsed once (``split_key``)."""
+
+    key: str
+    group: str
+
+    @cached_property
+    def within(self) -> str:
+        """The top-level object the key lives in ("": the group's own object)."""
+        return split_key(self.group, self.key)[0]
+
+    @cached_property
+    def leaf(self) -> str:
+        """The key inside the object it lives in."""
+        return split_key(self.group, self.key)[1]
+
+
 @dataclass(frozen=True)
-class SpecField:
+class SpecField(_Keyed):
     """One row of a field table.
 
     ``name`` is the dataclass attribute, ``key`` the key it is frozen under (in the plan
@@ -48,16 +65,6 @@ class SpecField:
     aliases: tuple[str, ...] = ()
 
     @cached_property
-    def within(self) -> str:
-        """The top-level object the key lives in ("": the group's own object)."""
-        return split_key(self.group, self.key)[0]
-
-    @cached_property
-    def leaf(self) -> str:
-        """The key inside the object it lives in."""
-        return split_key(self.group, self.key)[1]
-
-    @cached_property
     def alias_places(self) -> tuple[tuple[str, str], ...]:
         """``(object, key)`` of each alias; the generator refuses one outside ``within``."""
         return tuple(split_key(self.group, alias) for alias in self.aliases)
@@ -69,7 +76,7 @@ class SpecField:
 
 
 @dataclass(frozen=True)
-class RetiredKey:
+class RetiredKey(_Keyed):
     """A key of a removed row: rebuild accepts it (strict mode too) and drops it.
 
     Retiring, not deleting, keeps artifacts written before the removal loading.
@@ -78,16 +85,6 @@ class RetiredKey:
     key: str
     group: str  # where the key used to be written
     reason: str
-
-    @cached_property
-    def within(self) -> str:
-        """The top-level object the key lived in ("": the group's own object)."""
-        return split_key(self.group, self.key)[0]
-
-    @cached_property
-    def leaf(self) -> str:
-        """The key inside the object it lived in."""
-        return split_key(self.group, self.key)[1]
 
 
 def rows_digest(rows: Sequence[SpecField], retired: Sequence[RetiredKey]) -> str:
