@@ -35,28 +35,26 @@ from shardplan.convert.kinds import (
     common_string_tuple,
     common_strings,
     freeze_bool,
-    freeze_dict_copy,
     freeze_handler_map,
-    freeze_int_truthy,
-    freeze_opt_name_list,
-    freeze_pair_list,
-    freeze_placement_map,
-    freeze_plain,
+    freeze_injected,
+    freeze_int,
+    freeze_json_object,
+    freeze_names,
+    freeze_pairs,
+    freeze_placements,
     freeze_scalar,
     freeze_sharded_params,
-    freeze_value_to_dict,
-    rebuild_bool_default_true,
-    rebuild_dict_copy,
+    rebuild_bool,
     rebuild_handler_map,
-    rebuild_injection_target,
-    rebuild_int_truthy,
-    rebuild_name_list,
-    rebuild_opt_name_tuple,
-    rebuild_opt_scalar,
-    rebuild_pair_list,
-    rebuild_placement_map,
+    rebuild_injected,
+    rebuild_int,
+    rebuild_json_object,
+    rebuild_name_tuple,
+    rebuild_names,
+    rebuild_pairs,
+    rebuild_placements,
+    rebuild_scalar,
     rebuild_sharded_params,
-    rebuild_tuple_empty,
     refuse_none,
 )
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
@@ -90,7 +88,7 @@ SCALARS = (bool, str)
 
 # The slow paths, with the error path built: only values the shortcuts leave reach them.
 def _table(value: Any, fqn: str, name: str) -> dict[str, dict[str, str]]:
-    return freeze_placement_map(value, f"{module_path(fqn)}.{name}")
+    return freeze_placements(value, f"{module_path(fqn)}.{name}")
 
 
 def _strings(value: Any, fqn: str, name: str) -> list[str]:
@@ -132,7 +130,7 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
             refuse_none(True, module_path(fqn) + ".is_boundary")
         else:
             where = module_path(fqn) + ".is_boundary"
-            entry["is_boundary"] = admit(rebuild_bool_default_true, freeze_scalar(v, where), where)
+            entry["is_boundary"] = admit(rebuild_bool, freeze_scalar(v, where), where)
         v = spec.region_dispatch
         if v is not None:
             entry["region_dispatch"] = (
@@ -145,7 +143,7 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
             )
         v = spec.skip_source_lowering
         if v:
-            entry["skip_source_lowering"] = freeze_int_truthy(
+            entry["skip_source_lowering"] = freeze_int(
                 v, module_path(fqn) + ".skip_source_lowering"
             )
         param_plan[fqn] = entry
@@ -166,31 +164,31 @@ def freeze_injections(plan: ShardingPlan) -> list[dict[str, Any]]:
             rule["inner_wrapper"] = (
                 wrapper
                 if type(wrapper) is str
-                else freeze_value_to_dict(wrapper, module_path(fqn) + ".inner_wrapper")
+                else freeze_injected(wrapper, module_path(fqn) + ".inner_wrapper")
             )
         if target is not None:
             rule["inner_target"] = (
                 target
                 if type(target) in SCALARS
-                else freeze_plain(target, module_path(fqn) + ".inner_target")
+                else freeze_scalar(target, module_path(fqn) + ".inner_target")
             )
         if out_src is not None:
             rule["inner_out_src"] = (
                 out_src
                 if type(out_src) is str
-                else freeze_value_to_dict(out_src, module_path(fqn) + ".inner_out_src")
+                else freeze_injected(out_src, module_path(fqn) + ".inner_out_src")
             )
         if compute is not None:
             rule["local_compute_fn"] = (
                 compute
                 if type(compute) is str
-                else freeze_value_to_dict(compute, module_path(fqn) + ".local_compute_fn")
+                else freeze_injected(compute, module_path(fqn) + ".local_compute_fn")
             )
         if stack:
-            rule["ep_stack"] = freeze_dict_copy(stack, module_path(fqn) + "._ep_stack")
+            rule["ep_stack"] = freeze_json_object(stack, module_path(fqn) + "._ep_stack")
         if size:
             where = module_path(fqn) + "._ep_size"
-            rule["ep_size"] = admit(rebuild_int_truthy, freeze_int_truthy(size, where), where)
+            rule["ep_size"] = admit(rebuild_int, freeze_int(size, where), where)
         injections.append(rule)
     return rules_in_order(injections)
 
@@ -216,8 +214,12 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
         param_plan=param_plan,
         injections=injections,
         special_handlers=freeze_handler_map(plan.special_handlers, "special_handlers"),
-        mesh_dim_names=freeze_opt_name_list(plan.mesh_dim_names, "mesh_dim_names"),
-        tied_pairs=freeze_pair_list(plan.tied_pairs, "tied_pairs"),
+        mesh_dim_names=(
+            None
+            if plan.mesh_dim_names is None
+            else freeze_names(plan.mesh_dim_names, "mesh_dim_names")
+        ),
+        tied_pairs=freeze_pairs(plan.tied_pairs, "tied_pairs"),
         parallel_dims=parallel_dims,
         frozen_sharded_params=freeze_sharded_params(param_plan),
         extra=extra,
@@ -237,24 +239,24 @@ def _plan_shell(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     return ShardingPlan(
         modules={},
         special_handlers=rebuild_handler_map(_held(meta.special_handlers, {}), "special_handlers"),
-        mesh_dim_names=None if mesh is None else rebuild_opt_name_tuple(mesh, "mesh_dim_names"),
-        tied_pairs=rebuild_pair_list(_held(meta.tied_pairs, []), "tied_pairs"),
+        mesh_dim_names=None if mesh is None else rebuild_name_tuple(mesh, "mesh_dim_names"),
+        tied_pairs=rebuild_pairs(_held(meta.tied_pairs, []), "tied_pairs"),
         sequence_parallel=(
             True
             if sequence_parallel is None
-            else rebuild_bool_default_true(sequence_parallel, "parallel_dims.sequence_parallel")
+            else rebuild_bool(sequence_parallel, "parallel_dims.sequence_parallel")
         ),
         loss_parallel=(
             False
             if loss_parallel is None
-            else rebuild_bool_default_true(loss_parallel, "parallel_dims.loss_parallel")
+            else rebuild_bool(loss_parallel, "parallel_dims.loss_parallel")
         ),
         other_keys=other_keys_of(meta.extra, {"parallel_dims": dims}, OWNED_KEYS, NESTED_KEYS),
     )
 
 
 def _parsed(value: Any, fqn: str, key: str) -> Any:
-    return rebuild_placement_map(value, f"{entry_path(fqn)}.{key}")
+    return rebuild_placements(value, f"{entry_path(fqn)}.{key}")
 
 
 def rebuild_live_plan_from_meta(
@@ -291,13 +293,13 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         out_names = (
             None
             if v is None
-            else common_strings(v) or rebuild_name_list(v, entry_path(fqn) + ".out_names")
+            else common_strings(v) or rebuild_names(v, entry_path(fqn) + ".out_names")
         )
         v = get("tp_divide_attrs")
         tp_divide_attrs = (
             None
             if v is None
-            else common_strings(v) or rebuild_name_list(v, entry_path(fqn) + ".tp_divide_attrs")
+            else common_strings(v) or rebuild_names(v, entry_path(fqn) + ".tp_divide_attrs")
         )
         v = get("is_boundary")
         if type(v) is bool:
@@ -305,24 +307,24 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         elif v is None:
             is_boundary = True
         else:
-            is_boundary = rebuild_bool_default_true(v, entry_path(fqn) + ".is_boundary")
+            is_boundary = rebuild_bool(v, entry_path(fqn) + ".is_boundary")
         v = get("region_dispatch")
         if v is None or type(v) in (str, bool, int, float):
             region_dispatch = v
         else:
-            region_dispatch = rebuild_opt_scalar(v, entry_path(fqn) + ".region_dispatch")
+            region_dispatch = rebuild_scalar(v, entry_path(fqn) + ".region_dispatch")
         v = get("deferred_bias_params")
         deferred = (
             ()
             if v is None
             else common_string_tuple(v)
-            or rebuild_tuple_empty(v, entry_path(fqn) + ".deferred_bias_params")
+            or rebuild_name_tuple(v, entry_path(fqn) + ".deferred_bias_params")
         )
         v = get("skip_source_lowering")
         if v is None or type(v) in (str, bool, int, float):
             skip = v
         else:
-            skip = rebuild_opt_scalar(v, entry_path(fqn) + ".skip_source_lowering")
+            skip = rebuild_scalar(v, entry_path(fqn) + ".skip_source_lowering")
         index, rule = rules.get(fqn, no_rule)
         if rule:
             get = rule.get
@@ -330,33 +332,31 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             if v is None or type(v) is str:
                 inner_wrapper = v
             else:
-                inner_wrapper = rebuild_injection_target(v, rule_path(index) + ".inner_wrapper")
+                inner_wrapper = rebuild_injected(v, rule_path(index) + ".inner_wrapper")
             v = get("inner_target")
             if v is None or type(v) in (str, bool, int, float):
                 inner_target = v
             else:
-                inner_target = rebuild_opt_scalar(v, rule_path(index) + ".inner_target")
+                inner_target = rebuild_scalar(v, rule_path(index) + ".inner_target")
             v = get("inner_out_src")
             if v is None or type(v) is str:
                 inner_out_src = v
             else:
-                inner_out_src = rebuild_injection_target(v, rule_path(index) + ".inner_out_src")
+                inner_out_src = rebuild_injected(v, rule_path(index) + ".inner_out_src")
             v = get("local_compute_fn")
             if v is None or type(v) is str:
                 local_compute_fn = v
             else:
-                local_compute_fn = rebuild_injection_target(
-                    v, rule_path(index) + ".local_compute_fn"
-                )
+                local_compute_fn = rebuild_injected(v, rule_path(index) + ".local_compute_fn")
             v = get("ep_stack")
-            ep_stack = {} if v is None else rebuild_dict_copy(v, rule_path(index) + ".ep_stack")
+            ep_stack = {} if v is None else rebuild_json_object(v, rule_path(index) + ".ep_stack")
             v = get("ep_size")
             if type(v) is int:
                 ep_size = v
             elif v is None:
                 ep_size = 0
             else:
-                ep_size = rebuild_int_truthy(v, rule_path(index) + ".ep_size")
+                ep_size = rebuild_int(v, rule_path(index) + ".ep_size")
         else:
             inner_wrapper = inner_target = inner_out_src = local_compute_fn = None
             ep_stack, ep_size = {}, 0

@@ -1,13 +1,14 @@
 """The facts the artifact's schema and field reference are rendered from: each table's
-rows, each rebuild kind's schema fragment (``SCHEMA`` in the kinds module) and the
-placement and Target grammars (the format module). Plain data in, plain data out; no torch."""
+rows and their presence, each rebuild record's schema fragment (``KINDS`` in the kinds
+module) and the placement and Target grammars (the format module). Plain data in, plain data out; no torch.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from generator.kinds import KindFacts
-from generator.table import Format, Table
+from generator.table import DERIVED, Format, Table
 
 SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"
 # JSON Schema's type names -> the exact Python types json.loads gives for them.
@@ -33,13 +34,27 @@ def _property(key: str, doc: str, fragment: dict[str, Any], **more: Any) -> dict
 def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
     JSON type as the reference shows it, and the properties of a group's keys."""
-    fragments = kinds.schema
 
-    def row_property(row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
-        """A key's schema: its rebuild kind's fragment, and, where freeze writes the key only
-        when truthy, no falsy value (freeze would drop it: strict rebuild refuses it)."""
-        found = _property(key, doc, fragments[row.rebuild], **more)
-        if kinds.written_when[row.freeze] == "truthy":
+    def fragment(table: Table, row: Any) -> dict[str, Any]:
+        """The JSON Schema of the values strict rebuild accepts for the row's key: its rebuild
+        record's, with null where freeze writes it (``mesh_dim_names``) or, for a derived
+        key, reads it as absent."""
+        schema = dict(kinds.rebuild_record(row.rebuild)["schema"])
+        if table.presence(row).writes_null or table.roles[row.group] == DERIVED:
+            found = schema.get("type")
+            if isinstance(found, str):
+                schema["type"] = [found, "null"]
+            elif isinstance(found, list):
+                schema["type"] = [*found, "null"]
+            else:
+                schema = {"anyOf": [schema, {"type": "null"}]}
+        return {"schema": schema}
+
+    def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
+        """A key's schema: its rebuild record's fragment, and, where freeze writes the key
+        only when truthy, no falsy value (freeze would drop it: strict rebuild refuses it)."""
+        found = _property(key, doc, fragment(table, row), **more)
+        if table.presence(row).written == "truthy":
             found = {**found, "allOf": [_FALSY]}
         return found
 
@@ -50,12 +65,12 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         rows = table.group(group)
         for row in rows:
             if not row.within:
-                props[row.leaf] = row_property(row, row.key, row.doc)
+                props[row.leaf] = row_property(table, row, row.key, row.doc)
         for row in rows:
             for (within, leaf), alias in zip(row.alias_places, row.aliases, strict=True):
                 if not within:
                     doc = f"Older name of {row.key!r}, still read: {row.doc}"
-                    props[leaf] = _property(alias, doc, fragments[row.rebuild], deprecated=True)
+                    props[leaf] = _property(alias, doc, fragment(table, row), deprecated=True)
         for gone in table.retired:
             if gone.group == group and not gone.within:
                 props[gone.key] = {
@@ -73,7 +88,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                 if outer == container:
                     doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
                     extra = {} if key == row.key else {"deprecated": True}
-                    props[inner] = row_property(row, key, doc, **extra)
+                    props[inner] = row_property(table, row, key, doc, **extra)
         for gone in table.retired:
             if gone.within == container:
                 props[gone.leaf] = {
@@ -86,8 +101,8 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
         expression: what CodegenMeta's check admits before rebuild reads the value ("" when
         the fragment names no JSON type to check, e.g. an ``anyOf`` of references).
-        ``none_too``: the field's default is None (not given), which it admits too."""
-        schema = fragments[kind]["schema"]
+        ``none_too``: the key may hold null, which it admits too."""
+        schema = kinds.rebuild_record(kind)["schema"]
         alternatives = schema.get("anyOf", [schema])
         if not all("type" in alternative for alternative in alternatives):
             return ""
@@ -105,7 +120,8 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         "schema_id": SCHEMA_ID,
         "placement_pattern": form.module.PLACEMENT_PATTERN,
         "target_pattern": f"^{form.module.DOTTED_PATH_PATTERN}$",
-        "kind_shows": {kind: fragment["shows"] for kind, fragment in fragments.items()},
+        "kind_shows": lambda kind: kinds.rebuild_record(kind)["shows"],
+        "held_as": lambda kind: kinds.rebuild_record(kind)["held_as"],
         "schema_properties": properties,
         "nested_properties": nested_properties,
     }

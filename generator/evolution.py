@@ -8,13 +8,13 @@ written, the way ``buf breaking`` classifies a protobuf change.
   with an alias or retired. Old artifacts load, but freezing again writes other bytes.
 - breaking: a key removed without retiring it, renamed without an alias, a rebuild kind
   changed, a row moved to another group, an alias or a retired key dropped, a retired key
-  moved to another group, a used rebuild kind's absent value changed. Artifacts written
+  moved to another group, a row's absent value changed. Artifacts written
   before may no longer load, or may mean something else: refused (exit 2) unless
   ``--allow-breaking``, which records the break in the lock.
 
-Besides the rows, the lock records the meaning old artifacts depend on: each used kind's
-write condition (``WRITTEN_WHEN``: a change changes the bytes freeze writes) and absent
-value (``ABSENT``: a change is breaking), and each retired key's group. A lock written
+Besides the rows' kinds, the lock records each row's presence, which old artifacts depend
+on: when its key is written (a change changes the bytes freeze writes) and what an absent
+key rebuilds to (a change is breaking), and each retired key's group. A lock written
 before these records has nothing to compare for them.
 
 A lock that cannot be read (merge-conflict markers, garbage, a malformed list of breaks,
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,6 @@ from generator.table import Table, Tables
 
 LOCK_NAME = "table.lock.json"
 COMPATIBLE, BYTES, BREAKING = "compatible", "changes the bytes freeze writes", "breaking"
-# What the kinds module declares about each kind, as the lock records it: "written_when"
-# (freeze kind -> write condition) and "absent" (rebuild kind -> what a missing key gives).
-Meaning = Mapping[str, Mapping[str, str]]
 ROW_TEXT = ("name", "key", "group", "freeze", "rebuild")
 CONFLICT_MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
 
@@ -85,43 +81,29 @@ def lock_rows(table: Table) -> list[dict[str, Any]]:
             "group": row.group,
             "freeze": row.freeze,
             "rebuild": row.rebuild,
+            "written": table.presence(row).written,
+            "absent": table.presence(row).absent,
             "aliases": list(row.aliases),
         }
         for row in table.keyed
     ]
 
 
-def table_meaning(table: Table, meaning: Meaning) -> dict[str, dict[str, str]]:
-    """What the kinds the table's keyed rows use mean: each freeze kind's write condition
-    and each rebuild kind's absent value, sorted by kind."""
-    written_when, absent = meaning.get("written_when", {}), meaning.get("absent", {})
-    freeze = sorted({row.freeze for row in table.keyed if row.freeze in written_when})
-    rebuild = sorted({row.rebuild for row in table.keyed if row.rebuild in absent})
-    return {
-        "written_when": {kind: written_when[kind] for kind in freeze},
-        "absent": {kind: absent[kind] for kind in rebuild},
-    }
-
-
-def _table_lock(table: Table, meaning: Meaning | None) -> dict[str, Any]:
+def _table_lock(table: Table) -> dict[str, Any]:
     part: dict[str, Any] = {
         "rows": lock_rows(table),
         "retired": [
             {"key": gone.key, "group": gone.group, "reason": gone.reason} for gone in table.retired
         ],
     }
-    if meaning is not None:
-        part["kinds"] = table_meaning(table, meaning)
     return part
 
 
-def lock_of(
-    tables: Tables, breaks: list[dict[str, Any]], meaning: Meaning | None = None
-) -> dict[str, Any]:
-    """The lock to write: each table's rows, retired keys and (given the kinds module's
-    ``meaning``) the meaning of the kinds it uses; and every break allowed so far."""
+def lock_of(tables: Tables, breaks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The lock to write: each table's rows (with their presence) and retired keys, and
+    every break allowed so far."""
     return {
-        "tables": {table.name: _table_lock(table, meaning) for table in tables},
+        "tables": {table.name: _table_lock(table) for table in tables},
         "breaks": breaks,
     }
 
@@ -267,17 +249,15 @@ def merge_breaks(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> l
     return first + [item for item in second if item not in first]
 
 
-def classify(lock: dict[str, Any], tables: Tables, meaning: Meaning | None = None) -> Changes:
-    """Classify every edit from ``lock`` (the tables as last generated) to ``tables``;
-    given the kinds module's ``meaning``, also every change of what a used kind means."""
+def classify(lock: dict[str, Any], tables: Tables) -> Changes:
+    """Classify every edit from ``lock`` (the tables as last generated) to ``tables``, a
+    row's presence (when its key is written, what its absence gives) included."""
     changes = Changes()
     locked = locked_tables(lock, tables.tables[0].name)
     for table in tables:
         # A table the lock does not know yet: every row of it is new.
         part = Changes()
         _classify_table(locked.get(table.name, {"rows": []}), table, part)
-        if meaning is not None:
-            _compare_meaning(locked.get(table.name, {}), table, meaning, part)
         label = f"{table.name} table: "
         changes.compatible += [label + item for item in part.compatible]
         changes.bytes += [label + item for item in part.bytes]
@@ -337,29 +317,6 @@ def _classify_table(lock: dict[str, Any], table: Table, changes: Changes) -> Non
     _compare_order(old_rows, new_rows, changes)
 
 
-def _compare_meaning(
-    lock: dict[str, Any], table: Table, meaning: Meaning, changes: Changes
-) -> None:
-    # A lock from before the kinds' meaning was recorded: unknown, nothing to compare.
-    old = lock.get("kinds")
-    if not isinstance(old, dict):
-        return
-    new = table_meaning(table, meaning)
-    for kind, was in sorted(old.get("absent", {}).items()):
-        now = new["absent"].get(kind)
-        if now is not None and now != was:
-            keys = ", ".join(repr(row.key) for row in table.keyed if row.rebuild == kind)
-            changes.breaking.append(
-                f"rebuild kind {kind}: a missing key now gives {now}, was {was}: old "
-                f"artifacts without {keys} now mean something else"
-            )
-    for kind, was in sorted(old.get("written_when", {}).items()):
-        now = new["written_when"].get(kind)
-        if now is not None and now != was:
-            keys = ", ".join(repr(row.key) for row in table.keyed if row.freeze == kind)
-            changes.bytes.append(f"freeze kind {kind}: {keys} now written when {now}, was {was}")
-
-
 def _compare_row(key: str, old: dict[str, Any], new: dict[str, Any], changes: Changes) -> None:
     if old["group"] != new["group"]:
         changes.breaking.append(
@@ -373,6 +330,16 @@ def _compare_row(key: str, old: dict[str, Any], new: dict[str, Any], changes: Ch
         )
     if old["freeze"] != new["freeze"]:
         changes.bytes.append(f"key {key!r}: freeze kind {old['freeze']} -> {new['freeze']}")
+    # A lock from before presence was recorded per row: nothing to compare it with.
+    if old.get("absent", new["absent"]) != new["absent"]:
+        changes.breaking.append(
+            f"key {key!r}: a missing key now gives {new['absent']}, was {old['absent']}: old "
+            "artifacts without it now mean something else"
+        )
+    if old.get("written", new["written"]) != new["written"]:
+        changes.bytes.append(
+            f"key {key!r}: now written when {new['written']}, was {old['written']}"
+        )
     if old["name"] != new["name"]:
         changes.compatible.append(f"key {key!r}: spec attribute {old['name']} -> {new['name']}")
     dropped = [alias for alias in old.get("aliases", []) if alias not in new["aliases"]]

@@ -1,11 +1,11 @@
 """What the generator knows of the kinds: read from the kinds module's source, never
 imported (it imports torch).
 
-``shardplan/convert/kinds.py`` states each kind's meaning once: its function(s), and its line
-in ``WRITTEN_WHEN`` (freeze: when the key is written), ``ABSENT`` (rebuild: what a
-missing key gives) and ``READS_BACK`` (which rebuild kinds read back what a freeze kind
-writes). The templates' macros only shape the generated code; a kind missing its
-function, its declaration or its macro is refused, naming what is missing.
+``shardplan/convert/kinds.py`` states each kind once: one record in ``KINDS`` beside its
+functions ``freeze_<record>`` and ``rebuild_<record>``; ``FREEZE_NAMES`` and
+``REBUILD_NAMES`` give the kind names rows use as a record plus the presence the name
+implies. A record, a name or a function that does not fit the others is refused here,
+naming what is missing.
 """
 
 from __future__ import annotations
@@ -13,67 +13,84 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from generator.errors import GeneratorError
 
 STEPS = ("freeze", "rebuild")
-DECLARATIONS = {"freeze": "WRITTEN_WHEN", "rebuild": "ABSENT"}
-SHORTCUTS = {"freeze": "FREEZE_SHORTCUTS", "rebuild": "REBUILD_SHORTCUTS"}
+NAMES = {"freeze": "FREEZE_NAMES", "rebuild": "REBUILD_NAMES"}
+# A record's fields: required, and optional (its shortcuts, one a step).
+RECORD_FIELDS = frozenset({"shows", "schema", "held_as"})
+OPTIONAL_FIELDS = frozenset({"reads_back", "freeze_shortcut", "rebuild_shortcut"})
 # The exact types an ("is", ...) shortcut may name: JSON's scalars, as Python builtins.
 SHORTCUT_TYPES = frozenset({"bool", "int", "float", "str"})
-WRITTEN_WHEN_VALUES = ("not None", "truthy", "always")
 
 
 @dataclass(frozen=True)
 class KindFacts:
-    """The kinds module's declarations and the names it defines."""
+    """The kinds module's records and names, and the names it defines."""
 
     module: str  # e.g. "shardplan.convert.kinds": what generated code imports from
     source_file: str  # relative to the project root, for messages
-    written_when: dict[str, str]
-    absent: dict[str, str]
-    reads_back: dict[str, tuple[str, ...]]
-    freeze_shortcuts: dict[str, tuple[str, ...]]
-    rebuild_shortcuts: dict[str, tuple[str, ...]]
+    records: dict[str, dict[str, Any]]
+    names: dict[str, dict[str, tuple[str, str]]]  # step -> kind name -> (record, preset)
+    functions: dict[str, frozenset[str]]  # step -> the records with a function of that step
     defined: frozenset[str]  # every top-level name the module defines or imports
-    schema: dict[str, dict[str, Any]]  # rebuild kind -> {"shows": ..., "schema": ...}
-    meta_field: dict[str, str]  # rebuild kind -> the annotation of a CodegenMeta field
+
+    written_conditions: tuple[str, ...]  # the format module's WRITTEN_CONDITIONS
+    default_written: str  # and its DEFAULT_WRITTEN: a record's own name writes so
 
     def kinds(self, step: str) -> tuple[str, ...]:
-        """The declared kinds of ``step`` ("freeze" or "rebuild"), sorted."""
-        return tuple(sorted(self.written_when if step == "freeze" else self.absent))
+        """The kind names a row may give for ``step``: the names, and the records with a
+        function of ``step``, sorted."""
+        return tuple(sorted(set(self.names[step]) | self.functions[step]))
+
+    def record(self, step: str, name: str) -> str:
+        """The record kind name ``name`` of ``step`` stands for."""
+        return self.names[step][name][0] if name in self.names[step] else name
+
+    def preset(self, step: str, name: str) -> str:
+        """The presence name ``name`` implies: a write condition (freeze), an absent value
+        (rebuild; "" where the field's default decides)."""
+        if name in self.names[step]:
+            return self.names[step][name][1]
+        return self.default_written if step == "freeze" else ""
+
+    def function(self, step: str, name: str) -> str:
+        """The function generated code calls for kind name ``name`` of ``step``."""
+        return f"{step}_{self.record(step, name)}"
+
+    def rebuild_record(self, name: str) -> dict[str, Any]:
+        """The record of rebuild kind name ``name``."""
+        return self.records[self.record("rebuild", name)]
+
+    def reads_back(self, freeze: str, rebuild: str) -> bool:
+        """Whether the row's rebuild kind reads back everything its freeze kind writes (else
+        freeze reads the value back, ``admit``)."""
+        readers = self.records[self.record("freeze", freeze)].get("reads_back", ())
+        return self.record("rebuild", rebuild) in readers
+
+    def shortcut(self, step: str, name: str) -> tuple[str, ...]:
+        """The record's shortcut for ``step``, or ``()``."""
+        record = self.records[self.record(step, name)]
+        return tuple(record.get(f"{step}_shortcut", ()))
 
     def freeze_shortcut(self, freeze: str, rebuild: str) -> tuple[str, ...]:
         """The shortcut generated freeze takes on a row of these kinds, or ``()``.
 
-        Where the pair is not in READS_BACK, freeze reads its value back (``admit``), which
-        a shortcut would skip: only the types the rebuild kind gives back as they are stay.
+        Where the rebuild kind does not read back all the freeze kind writes, freeze reads
+        its value back (``admit``), which a shortcut would skip: only the types the rebuild
+        kind gives back as they are stay.
         """
-        shortcut = self.freeze_shortcuts.get(freeze, ())
-        if not shortcut or rebuild in self.reads_back.get(freeze, ()):
+        shortcut = self.shortcut("freeze", freeze)
+        if not shortcut or self.reads_back(freeze, rebuild):
             return shortcut
-        back = self.rebuild_shortcuts.get(rebuild, ())
+        back = self.shortcut("rebuild", rebuild)
         if shortcut[0] != "is" or back[:1] != ("is",):
             return ()
         types = tuple(name for name in shortcut[1:] if name in back[1:])
         return ("is", *types) if types else ()
-
-    def template_globals(self) -> dict[str, Any]:
-        """What the templates read: the declarations, and the module to import from."""
-        return {
-            "written_when": self.written_when,
-            "absent": self.absent,
-            "reads_back": self.reads_back,
-            "freeze_shortcut": self.freeze_shortcut,
-            "rebuild_shortcuts": self.rebuild_shortcuts,
-            "kinds_module": self.module,
-            "kinds_file": self.source_file,
-            "kinds_defined": self.defined,
-            "freeze_kinds": self.kinds("freeze"),
-            "rebuild_kinds": self.kinds("rebuild"),
-            "meta_field": self.meta_field,
-        }
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
@@ -107,35 +124,117 @@ def _literal(tree: ast.Module, name: str, where: str) -> Any:
                     f"{where}: {name} must be a plain literal (the generator reads it without "
                     "importing the module)"
                 ) from None
-    raise GeneratorError(f"{where} has no {name}: it declares each kind's meaning; restore it")
+    raise GeneratorError(f"{where} has no {name}: it declares the kinds; restore it")
 
 
-def _shortcut_problems(
-    where: str, step: str, shortcuts: Any, declared: dict[str, Any], defined: set[str]
+def _shortcut_problem(at: str, how: Any, defined: set[str]) -> str | None:
+    if not isinstance(how, tuple) or not how:
+        return f'{at} must be ("call", function) or ("is", type, ...)'
+    if how[0] == "call" and len(how) == 2 and how[1] in defined:
+        return None
+    if how[0] == "is" and len(how) > 1 and set(how[1:]) <= SHORTCUT_TYPES:
+        return None
+    if how[0] == "call":
+        return f"{at}: ('call', name) needs a function this module defines"
+    return f"{at}: ('is', ...) takes type names among {sorted(SHORTCUT_TYPES)}"
+
+
+def _record_problems(
+    where: str, records: Any, functions: dict[str, set[str]], defined: set[str]
 ) -> list[str]:
-    name = SHORTCUTS[step]
-    if not isinstance(shortcuts, dict):
-        return [f"{where}: {name} must be a dict of kind -> shortcut"]
+    if not isinstance(records, dict):
+        return [f"{where}: KINDS must be a dict of record name -> record"]
     problems = []
-    for kind, how in shortcuts.items():
-        at = f"{where}: {name}[{kind!r}]"
-        if kind not in declared:
-            problems.append(f"{at}: no such {step} kind in {DECLARATIONS[step]}")
-        elif not isinstance(how, tuple) or not how:
-            problems.append(f'{at} must be ("call", function) or ("is", type, ...)')
-        elif how[0] == "call" and len(how) == 2 and how[1] in defined:
+    for name, record in records.items():
+        at = f"{where}: KINDS[{name!r}]"
+        if not isinstance(record, dict):
+            problems.append(f"{at} must be a dict")
             continue
-        elif how[0] == "is" and len(how) > 1 and set(how[1:]) <= SHORTCUT_TYPES:
-            continue
-        elif how[0] == "call":
-            problems.append(f"{at}: ('call', name) needs a function this module defines")
-        else:
-            problems.append(f"{at}: ('is', ...) takes type names among {sorted(SHORTCUT_TYPES)}")
+        missing = sorted(RECORD_FIELDS - set(record))
+        unknown = sorted(set(record) - RECORD_FIELDS - OPTIONAL_FIELDS)
+        if missing:
+            problems.append(f"{at} has no {', '.join(missing)}: state it in the record")
+        if unknown:
+            problems.append(
+                f"{at}: unknown field {', '.join(unknown)}; a record has "
+                + ", ".join(sorted(RECORD_FIELDS | OPTIONAL_FIELDS))
+            )
+        if not any(name in functions[step] for step in STEPS):
+            problems.append(
+                f"{at} has no function: write freeze_{name} and/or rebuild_{name} beside it"
+            )
+        readers = record.get("reads_back", ())
+        if "reads_back" in record and name not in functions["freeze"]:
+            problems.append(f"{at}: reads_back is said of a freeze; it has no freeze_{name}")
+        if not isinstance(readers, tuple) or any(r not in functions["rebuild"] for r in readers):
+            problems.append(f"{at}: reads_back must be a tuple of records with a rebuild function")
+        for step in STEPS:
+            if f"{step}_shortcut" not in record:
+                continue
+            if name not in functions[step]:
+                problems.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
+                continue
+            problem = _shortcut_problem(
+                f"{at}[{step}_shortcut]", record[f"{step}_shortcut"], defined
+            )
+            if problem:
+                problems.append(problem)
+        if isinstance(record.get("schema"), dict) is False and "schema" in record:
+            problems.append(f"{at}: schema must be a JSON Schema object")
+    for step in STEPS:
+        for function in sorted(functions[step] - set(records)):
+            problems.append(
+                f"{where}: function {step}_{function} has no record in KINDS: state the kind's "
+                "meaning there, or rename the function"
+            )
     return problems
 
 
-def read_kinds(root: Path, module: str) -> KindFacts:
-    """Parse the kinds module of ``root`` and check its declarations against its functions."""
+def _literal_problem(text: str) -> str | None:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return f"{text!r} is not a Python literal"
+    return None if repr(value) == text else f"{text!r} is not written as Python writes it"
+
+
+def _name_problems(
+    where: str,
+    step: str,
+    names: Any,
+    records: dict[str, Any],
+    functions: set[str],
+    written_conditions: tuple[str, ...],
+) -> list[str]:
+    table = NAMES[step]
+    if not isinstance(names, dict):
+        return [f"{where}: {table} must be a dict of kind name -> (record, presence)"]
+    problems = []
+    for name, entry in names.items():
+        at = f"{where}: {table}[{name!r}]"
+        if not (
+            isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(e, str) for e in entry)
+        ):
+            problems.append(f"{at} must be (record, presence), two strings")
+            continue
+        record, preset = entry
+        if record not in records or record not in functions:
+            problems.append(f"{at}: record {record!r} has no {step}_{record} in KINDS")
+        if step == "freeze" and preset not in written_conditions:
+            problems.append(
+                f"{at}: the write condition must be one of "
+                + ", ".join(map(repr, written_conditions))
+            )
+        literal = _literal_problem(preset) if step == "rebuild" and preset else None
+        if literal:
+            problems.append(f"{at}: the absent value {literal}")
+    return problems
+
+
+def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
+    """Parse the kinds module of ``root`` and check its records against its functions;
+    ``form``: the format module, whose write conditions the names' presets use."""
+    written_conditions = tuple(form.WRITTEN_CONDITIONS)
     path = root / (module.replace(".", "/") + ".py")
     where = path.relative_to(root).as_posix()
     try:
@@ -144,88 +243,30 @@ def read_kinds(root: Path, module: str) -> KindFacts:
         raise GeneratorError(f"cannot read the kinds module {where}: {exc.strerror}") from None
     except (SyntaxError, UnicodeDecodeError) as exc:
         raise GeneratorError(f"cannot parse the kinds module {where}: {exc}") from None
-    written_when = _literal(tree, "WRITTEN_WHEN", where)
-    absent = _literal(tree, "ABSENT", where)
-    reads_back = _literal(tree, "READS_BACK", where)
-    shortcuts = {step: _literal(tree, SHORTCUTS[step], where) for step in STEPS}
-    schema = _literal(tree, "SCHEMA", where)
-    meta_field = _literal(tree, "META_FIELD", where)
+    records = _literal(tree, "KINDS", where)
+    names = {step: _literal(tree, NAMES[step], where) for step in STEPS}
     defined = _defined_names(tree)
     # Kind functions are the ones this module defines (an imported helper is not a kind).
     own = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    problems = []
-    for step, declared in (("freeze", written_when), ("rebuild", absent)):
-        functions = {n.removeprefix(f"{step}_") for n in own if n.startswith(f"{step}_")}
-        for kind in sorted(set(declared) - functions):
-            problems.append(
-                f"{where}: {step} kind {kind!r} is declared in {DECLARATIONS[step]} but has no "
-                f"function {step}_{kind}: write it, or remove the declaration"
+    functions = {
+        step: {n.removeprefix(f"{step}_") for n in own if n.startswith(f"{step}_")}
+        for step in STEPS
+    }
+    problems = _record_problems(where, records, functions, defined)
+    if isinstance(records, dict):
+        for step in STEPS:
+            problems += _name_problems(
+                where, step, names[step], records, functions[step], written_conditions
             )
-        for kind in sorted(functions - set(declared)):
-            problems.append(
-                f"{where}: function {step}_{kind} has no line in {DECLARATIONS[step]}: declare "
-                f"the kind's meaning there, or rename the function"
-            )
-    for kind, value in written_when.items():
-        if value not in WRITTEN_WHEN_VALUES:
-            problems.append(
-                f"{where}: WRITTEN_WHEN[{kind!r}] must be one of "
-                + ", ".join(map(repr, WRITTEN_WHEN_VALUES))
-            )
-    for kind, readers in reads_back.items():
-        if kind not in written_when or any(r not in absent for r in readers):
-            problems.append(
-                f"{where}: READS_BACK[{kind!r}] must map a freeze kind to rebuild kinds "
-                "declared in WRITTEN_WHEN and ABSENT"
-            )
-    for step, declared in (("freeze", written_when), ("rebuild", absent)):
-        problems += _shortcut_problems(where, step, shortcuts[step], declared, defined)
-    for kind in sorted(set(absent) - set(schema)):
-        problems.append(
-            f'{where}: rebuild kind {kind!r} has no SCHEMA line: add {{"shows": ..., "schema": '
-            "...}} beside its ABSENT line (the JSON Schema of the values it accepts)"
-        )
-    for kind, fragment in schema.items():
-        if kind not in absent:
-            problems.append(f"{where}: SCHEMA[{kind!r}] names no rebuild kind in ABSENT")
-        elif not isinstance(fragment, dict) or set(fragment) != {"shows", "schema"}:
-            problems.append(
-                f'{where}: SCHEMA[{kind!r}] must be {{"shows": str, "schema": {{...}}}}'
-            )
-    for kind in sorted(set(absent) - set(meta_field)):
-        problems.append(
-            f"{where}: rebuild kind {kind!r} has no META_FIELD line: add its annotation "
-            "beside its ABSENT line (how CodegenMeta holds a top-level key of the kind)"
-        )
-    for kind in meta_field:
-        if kind not in absent:
-            problems.append(f"{where}: META_FIELD[{kind!r}] names no rebuild kind in ABSENT")
     if problems:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
         module=module,
         source_file=where,
-        written_when=written_when,
-        absent=absent,
-        reads_back={kind: tuple(readers) for kind, readers in reads_back.items()},
-        freeze_shortcuts={kind: tuple(how) for kind, how in shortcuts["freeze"].items()},
-        rebuild_shortcuts={kind: tuple(how) for kind, how in shortcuts["rebuild"].items()},
+        records=records,
+        names=names,
+        functions={step: frozenset(functions[step] & set(records)) for step in STEPS},
         defined=frozenset(defined),
-        schema=schema,
-        meta_field=dict(meta_field),
+        written_conditions=written_conditions,
+        default_written=form.DEFAULT_WRITTEN,
     )
-
-
-def check_macros(facts: KindFacts, macros: dict[str, tuple[str, ...]], templates: str) -> None:
-    """A kind needs no macro (the generic one lays its code out); a macro of kinds.j2 named
-    for a kind overrides it, and must name a declared kind."""
-    problems = []
-    for step in STEPS:
-        for kind in sorted(set(macros[step]) - set(facts.kinds(step))):
-            problems.append(
-                f"{templates}/kinds.j2: macro {step}_{kind} has no kind in {facts.source_file}: "
-                f"write its function {step}_{kind} and its line in {DECLARATIONS[step]}, or "
-                "remove the macro"
-            )
-    if problems:
-        raise GeneratorError("\n".join(problems))

@@ -8,17 +8,18 @@ from typing import Any
 
 import jinja2
 
+from generator.blocks import Blocks, check_name_clashes, make_blocks
 from generator.config import Config
 from generator.emit import build_outputs, check_formatter
 from generator.errors import GeneratorError
 from generator.evolution import (
     LOCK_NAME,
     Changes,
-    Meaning,
     UnusableLock,
     classify,
     committed_locks,
     conflict_line,
+    lock_of,
     lost_breaks,
     merge_breaks,
     merge_sides,
@@ -27,53 +28,37 @@ from generator.evolution import (
     record_breaks,
     ways_forward,
 )
-from generator.kinds import STEPS, KindFacts, check_macros, read_kinds
-from generator.render import (
-    check_kind_calls,
-    check_name_clashes,
-    known_kinds,
-    make_environment,
-    render_all,
-)
+from generator.kinds import KindFacts, read_kinds
+from generator.render import make_environment, render_all
 from generator.table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
-def _kinds_environment(
-    config: Config,
-) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format, KindFacts]:
-    kinds = read_kinds(config.root, config.kinds)
+def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:
+    """The templates' environment, the kinds module's records and the format module."""
     form = load_format(config)
-    env = make_environment(config, kinds, form)
-    check_macros(kinds, known_kinds(env), config.templates_name)
-    return env, {step: kinds.kinds(step) for step in STEPS}, form, kinds
-
-
-def _environment(config: Config) -> tuple[jinja2.Environment, dict[str, tuple[str, ...]], Format]:
-    """The templates' environment, once the kinds module and the macros agree; and the
-    declared kinds of each step."""
-    return _kinds_environment(config)[:3]
+    kinds = read_kinds(config.root, config.kinds, form.module)
+    return make_environment(config, kinds, form), kinds, form
 
 
 def _validated(
-    env: jinja2.Environment,
-    declared: dict[str, tuple[str, ...]],
+    kinds: KindFacts,
     form: Format,
     config: Config,
     loaded: tuple[LoadedTable, ...] | None,
-) -> Tables:
+) -> tuple[Tables, Blocks]:
     found = load_tables(config) if loaded is None else loaded
-    tables = Tables(tuple(validate(table, declared, form) for table in found))
-    check_kind_calls(env, tables)
-    check_name_clashes(env, tables, config)
-    return tables
+    tables = Tables(tuple(validate(table, kinds, form) for table in found))
+    blocks = make_blocks(kinds, form.module, tables)
+    check_name_clashes(blocks, tables, config.output_name)
+    return tables, blocks
 
 
 def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
     """Every table, validated against its class, the format, the kinds the kinds module
     declares and the names the generated code binds. ``loaded`` stands in for the
     configured tables (tests)."""
-    env, declared, form = _environment(config)
-    return _validated(env, declared, form, config, loaded)
+    _, kinds, form = _environment(config)
+    return _validated(kinds, form, config, loaded)[0]
 
 
 @dataclass
@@ -153,9 +138,7 @@ def _from_history(history: list[tuple[str, str]]) -> _OldLock:
         return _OldLock(None, text, f"the lock committed in {commit[:12]} is unusable ({exc})")
 
 
-def _merged(
-    text: str, tables: Tables, meaning: Meaning
-) -> tuple[Changes, list[dict[str, Any]]] | None:
+def _merged(text: str, tables: Tables) -> tuple[Changes, list[dict[str, Any]]] | None:
     """For a lock git left with conflict markers, when both sides are locks: the merged
     table's changes against each branch's lock (a break one branch recorded is no change
     for the other), and both branches' breaks."""
@@ -167,8 +150,8 @@ def _merged(
     except UnusableLock:
         return None
     against_ours, against_theirs = (
-        classify(ours, tables, meaning),
-        classify(theirs, tables, meaning),
+        classify(ours, tables),
+        classify(theirs, tables),
     )
     recorded_ours = {item["change"] for item in ours.get("breaks", [])}
     recorded_theirs = {item["change"] for item in theirs.get("breaks", [])}
@@ -179,12 +162,12 @@ def _merged(
 
 
 def _new_lock(
-    old: _OldLock, tables: Tables, meaning: Meaning, output: str
+    old: _OldLock, tables: Tables, output: str
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
     """``--new-lock``: the changes and breaks of a lock that replaces an unusable one."""
     where = f"{output}/{LOCK_NAME}"
     conflicted = old.text is not None and conflict_line(old.text) is not None
-    if conflicted and (merged := _merged(old.text or "", tables, meaning)) is not None:
+    if conflicted and (merged := _merged(old.text or "", tables)) is not None:
         changes, breaks = merged
         return (
             changes,
@@ -227,9 +210,8 @@ def generate(
     An unusable lock is a GeneratorError naming the way out, unless ``new_lock``, which
     replaces it (and only it: a usable lock is never replaced). Touches no file."""
     check_formatter(config)
-    env, declared, form, kinds = _kinds_environment(config)
-    tables = _validated(env, declared, form, config, loaded)
-    meaning = {"written_when": kinds.written_when, "absent": kinds.absent}
+    env, kinds, form = _environment(config)
+    tables, blocks = _validated(kinds, form, config, loaded)
     changes = Changes()
     breaks: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -254,9 +236,9 @@ def generate(
                 + ": run `specgen generate` (with --allow-breaking to accept a breaking edit)"
             )
         if old.problem is not None:
-            changes, breaks, notes = _new_lock(old, tables, meaning, config.output_name)
+            changes, breaks, notes = _new_lock(old, tables, config.output_name)
         elif old.lock is not None:
-            changes = classify(old.lock, tables, meaning)
+            changes = classify(old.lock, tables)
             breaks = list(old.lock.get("breaks", []))
             if old.from_commit is not None:
                 notes.append(
@@ -267,5 +249,7 @@ def generate(
         allow = "specgen generate --new-lock --allow-breaking" if new_lock else None
         raise GeneratorError(ways_forward(changes, *(allow,) if allow else ()))
     breaks = record_breaks(breaks, changes if allow_breaking else Changes(), tables)
-    files = build_outputs(render_all(env, tables, config, breaks), tables, config)
+    files = build_outputs(
+        render_all(env, tables, config, blocks, lock_of(tables, breaks)), tables, config
+    )
     return Generated(files, changes, notes)

@@ -24,11 +24,12 @@ from typing import Any
 
 from generator.config import Config, TableConfig
 from generator.errors import GeneratorError
+from generator.kinds import STEPS, KindFacts
 
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
-ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc")
+ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,18 @@ class Table:
     source_file: str  # the table's file, relative to the project root
     digest: str  # computed by the table module's own table_digest()
     cls: str  # "module:Class"
+    # row name -> its resolved presence (rows.Presence: written, absent), keyed rows only
+    presences: dict[str, Any]
+    # row name -> the record each step's kind name stands for, keyed rows only
+    records: dict[str, dict[str, str]]
+
+    def presence(self, row: Any) -> Any:
+        """The row's presence: when its key is written, what its absence rebuilds to."""
+        return self.presences[row.name]
+
+    def record(self, row: Any, step: str) -> str:
+        """The record the row's ``step`` kind name stands for."""
+        return self.records[row.name][step]
 
     def group(self, group: str) -> tuple[Any, ...]:
         """The rows of ``group``, in table order."""
@@ -164,6 +177,7 @@ class LoadedTable:
     rows: tuple[Any, ...]
     retired: tuple[Any, ...]
     fields: dict[str, bool]  # dataclass field name -> init flag
+    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults
     module: str
     source_file: str
     digest: Callable[..., str]  # table_digest(rows, retired)
@@ -314,6 +328,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         rows=tuple(rows),
         retired=tuple(retired),
         fields={f.name: f.init for f in dataclasses.fields(cls)},
+        dataclass_fields={f.name: f for f in dataclasses.fields(cls)},
         module=table_module.__name__,
         source_file=_relative_file(table_module, config.root),
         digest=digest,
@@ -344,8 +359,13 @@ def _check_row_types(where: str, raw: Any) -> None:
         or not all(isinstance(alias, str) for alias in aliases)
     ):
         raise GeneratorError(
-            f"{where}: name, key, group, freeze, rebuild and doc must be str, post_init a bool "
-            "and aliases a tuple of str (a SpecField row)"
+            f"{where}: name, key, group, freeze, rebuild, doc, written and absent must be str, "
+            "post_init a bool and aliases a tuple of str (a SpecField row)"
+        )
+    if not callable(getattr(raw, "presence", None)):
+        raise GeneratorError(
+            f"{where}: the row has no presence(): rows are SpecField rows of the project's "
+            "row model (shardplan/table/rows.py), which resolves when a key is written"
         )
 
 
@@ -396,9 +416,7 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
     return problems
 
 
-def _row_problems(
-    row: Any, table: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Format
-) -> list[str]:
+def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) -> list[str]:
     problems = []
     groups = form.groups[table.config.name]
     role = form.roles.get(row.group) if row.group in groups else None
@@ -427,15 +445,22 @@ def _row_problems(
         )
         return problems
     if role in (EXEMPT, OTHERS):
-        if row.key or row.freeze or row.rebuild or row.post_init or row.aliases:
+        if (
+            row.key
+            or row.freeze
+            or row.rebuild
+            or row.post_init
+            or row.aliases
+            or (row.written or row.absent)
+        ):
             what = (
                 "an exempt row never crosses the artifact"
                 if role == EXEMPT
                 else f"the {row.group} row carries the keys no row owns, as they are"
             )
             problems.append(
-                f'{what}, so key, freeze and rebuild must be "", aliases empty and post_init '
-                "False.\n  Clear them, or move the row to a group that crosses the artifact "
+                f'{what}, so key, freeze, rebuild, written and absent must be "", aliases '
+                "empty and post_init False.\n  Clear them, or move the row to a group that crosses the artifact "
                 "under a key."
             )
         if role == OTHERS and not row.doc.strip():
@@ -456,13 +481,18 @@ def _row_problems(
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
     problems += _key_shape_problems(row, table, form)
-    for step in ("freeze", "rebuild"):
+    known = {step: kinds.kinds(step) for step in STEPS}
+    for step in STEPS:
         kind = getattr(row, step)
-        if kind not in kinds[step]:
+        if kind not in known[step]:
             problems.append(
-                f"unknown {step} kind {kind!r}.\n  Known kinds: {', '.join(kinds[step])}."
-                + _did_you_mean(kind, kinds[step])
+                f"unknown {step} kind {kind!r}.\n  Known kinds: {', '.join(known[step])}."
+                + _did_you_mean(kind, known[step])
             )
+    if row.freeze in known["freeze"] and row.rebuild in known["rebuild"]:
+        presence = _presence(row, table, kinds, role)
+        if isinstance(presence, str):
+            problems.append(presence)
     init = table.fields.get(row.name) if role != DERIVED else None
     if init is not None and row.post_init == init:
         fix = (
@@ -474,6 +504,15 @@ def _row_problems(
             f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
         )
     return problems
+
+
+def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
+    """The row's presence (rows.Presence), or why it cannot be decided: the row model
+    resolves it (SpecField.presence) from the row, its kind names and the field."""
+    field = table.dataclass_fields.get(row.name) if role != DERIVED else None
+    return row.presence(
+        kinds.preset("freeze", row.freeze), kinds.preset("rebuild", row.rebuild), field
+    )
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
@@ -532,7 +571,7 @@ def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
             raise GeneratorError(f"{retired_name}[{index}]: key, group and reason must be str")
 
 
-def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Format) -> Table:
+def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the known kinds; raise one error
     listing every problem."""
     name = loaded.config.name
@@ -586,6 +625,7 @@ def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Forma
     problems += _key_problems(loaded, form, retired_name)
     if problems:
         raise GeneratorError("\n".join(problems))
+    keyed = [row for row in loaded.rows if form.roles[row.group] in (CROSSES, DERIVED)]
     return Table(
         name=name,
         rows=loaded.rows,
@@ -597,4 +637,9 @@ def validate(loaded: LoadedTable, kinds: dict[str, tuple[str, ...]], form: Forma
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
         cls=loaded.config.cls,
+        presences={row.name: _presence(row, loaded, kinds, form.roles[row.group]) for row in keyed},
+        records={
+            row.name: {step: kinds.record(step, getattr(row, step)) for step in STEPS}
+            for row in keyed
+        },
     )

@@ -23,16 +23,13 @@ from shardplan.artifact.plan_meta import (
 )
 from shardplan.artifact.shapes import UNSET
 from shardplan.convert.kinds import (
-    FREEZE_KINDS,
-    REBUILD_KINDS,
-    WRITTEN_WHEN,
-    absent_value,
     admit,
+    function_of,
+    presence_of,
     read_renamed,
     refuse_falsy,
     refuse_none,
     refuse_null,
-    written,
 )
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument, field_path
@@ -45,14 +42,20 @@ from shardplan.table.format import (
     MATCH_KEY,
 )
 from shardplan.table.plan_fields import PLAN_FIELDS, PLAN_RETIRED_KEYS
-from shardplan.table.rows import rows_of_group
+from shardplan.table.rows import Presence, rows_of_group
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import (
     INJECTION_SPEC_FIELDS,
     PARAM_PLAN_SPEC_FIELDS,
+    SPEC_FIELDS,
     SpecField,
     accepted_keys,
 )
+
+PRESENCE: dict[str, Presence] = {
+    **{f.name: presence_of(f, ModuleShardingSpec) for f in SPEC_FIELDS if f.freeze},
+    **{f.name: presence_of(f, ShardingPlan) for f in PLAN_FIELDS if f.freeze},
+}
 
 
 def _freeze_fields(
@@ -62,16 +65,16 @@ def _freeze_fields(
     for spec_field in fields:
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
-        if written(spec_field.freeze, value):
-            converted = FREEZE_KINDS[spec_field.freeze](value, where)
+        presence = PRESENCE[spec_field.name]
+        if presence.writes(value):
+            converted = function_of("freeze", spec_field.freeze)(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
-            frozen[spec_field.key] = admit(REBUILD_KINDS[spec_field.rebuild], converted, where)
-        elif WRITTEN_WHEN[spec_field.freeze] == "not None" and (
-            absent_value(spec_field.rebuild) is not None
-        ):
+            rebuild = function_of("rebuild", spec_field.rebuild)
+            frozen[spec_field.key] = admit(rebuild, converted, where)
+        elif value is None and presence.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
             # back (the truthy kinds' other falsy values normalise, as docs/contract.md §6 says).
-            refuse_none(absent_value(spec_field.rebuild), where)
+            refuse_none(presence.absent_value(), where)
     return frozen
 
 
@@ -129,22 +132,24 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     document.update(nested)
     for spec_field in PLAN_LEVEL_FIELDS:
         value = getattr(plan, spec_field.name)
-        if written(spec_field.freeze, value):
-            converted = FREEZE_KINDS[spec_field.freeze](value, spec_field.name)
+        presence = PRESENCE[spec_field.name]
+        if presence.writes(value):
             # null reads back as the absent value (mesh_dim_names: None), not through the kind.
             frozen = (
-                converted
-                if converted is None
-                else admit(REBUILD_KINDS[spec_field.rebuild], converted, spec_field.name)
+                None
+                if value is None and presence.writes_null
+                else admit(
+                    function_of("rebuild", spec_field.rebuild),
+                    function_of("freeze", spec_field.freeze)(value, spec_field.name),
+                    spec_field.name,
+                )
             )
             within = spec_field.within
             (document[within] if within else document)[spec_field.leaf] = frozen
-        elif WRITTEN_WHEN[spec_field.freeze] == "not None" and (
-            absent_value(spec_field.rebuild) is not None
-        ):
-            refuse_none(absent_value(spec_field.rebuild), spec_field.name)
+        elif value is None and presence.refuses_none:
+            refuse_none(presence.absent_value(), spec_field.name)
     for spec_field in DERIVED_FIELDS:
-        document[spec_field.key] = FREEZE_KINDS[spec_field.freeze](param_plan)  # type: ignore[call-arg]
+        document[spec_field.key] = function_of("freeze", spec_field.freeze)(param_plan)
     known = _plan_level_names()
     return CodegenMeta(
         param_plan=param_plan,
@@ -160,11 +165,12 @@ def _rebuild_fields(
     values = {}
     for spec_field in fields:
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
-        rebuild = REBUILD_KINDS[spec_field.rebuild]
+        presence = PRESENCE[spec_field.name]
+        rebuild = function_of("rebuild", spec_field.rebuild)
         values[spec_field.name] = (
-            absent_value(spec_field.rebuild) if value is None else rebuild(value, where)
+            presence.absent_value() if value is None else rebuild(value, where)
         )
-        if strict and WRITTEN_WHEN[spec_field.freeze] == "truthy" and value is not None:
+        if strict and presence.written == "truthy" and value is not None:
             if not value:  # freeze would drop it: strict reads only what freeze writes
                 refuse_falsy(value, where)
     return values
@@ -201,16 +207,16 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         source = document.get(within, {}) if within else document
         value, where = read_renamed(source, spec_field.leaf, spec_field.alias_leaves, within, UNSET)
         where = where.lstrip(".")
-        absent = absent_value(spec_field.rebuild)
-        writes_null = WRITTEN_WHEN[spec_field.freeze] == "always" and absent is None
-        if value is None and strict and not writes_null:
-            refuse_null(absent, where)  # freeze writes the value, never null
-        rebuild = REBUILD_KINDS[spec_field.rebuild]
+        presence = PRESENCE[spec_field.name]
+        if value is None and strict and not presence.writes_null:
+            refuse_null(presence.absent_value(), where)  # freeze writes the value, never null
+        rebuild = function_of("rebuild", spec_field.rebuild)
         settings[spec_field.name] = (
-            absent_value(spec_field.rebuild)
-            if value is None or value is UNSET
-            else rebuild(value, where)
+            presence.absent_value() if value is None or value is UNSET else rebuild(value, where)
         )
+        if strict and presence.written == "truthy" and value is not None and value is not UNSET:
+            if not value:
+                refuse_falsy(value, where)
     plan = ShardingPlan(modules={}, **settings)
     containers = {within: document.get(within) for within in NESTED_KEYS}
     extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
@@ -233,8 +239,8 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
     for spec_field in DERIVED_FIELDS:
         value = document.get(spec_field.key)
         if strict and value is not None:  # absent or null: recomputed by freeze
-            check = REBUILD_KINDS[spec_field.rebuild]
-            check(value, spec_field.key, meta.param_plan)  # type: ignore[call-arg]
+            check = function_of("rebuild", spec_field.rebuild)
+            check(value, spec_field.key, meta.param_plan)
     return plan
 
 

@@ -23,7 +23,7 @@ from shardplan.convert import kinds
 from shardplan.convert.placement_text import REDUCE_OPS
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
-from shardplan.table.format import GROUP_EXEMPT, GROUP_OTHERS, GROUP_PLAN
+from shardplan.table.format import GROUP_EXEMPT, GROUP_OTHERS, GROUP_PLAN, TOP_LEVEL_GROUPS
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
@@ -297,15 +297,24 @@ _SPEC_DEFAULTS = _defaults(ModuleShardingSpec)
 _PLAN_DEFAULTS = _defaults(ShardingPlan)
 
 
+def presence_of(row: Any) -> Any:
+    """The row's presence (rows.Presence), against the class its table describes."""
+    plan_row = row.group in TOP_LEVEL_GROUPS
+    return kinds.presence_of(row, ShardingPlan if plan_row else ModuleShardingSpec)
+
+
 def _reads_back(row: Any, value: Any) -> bool:
     """Whether a value of the row's freeze kind is one its rebuild kind gives back: the
     pools are per freeze kind, a row pairs it with a rebuild kind."""
-    if not kinds.written(row.freeze, value):
-        return value is None or kinds.WRITTEN_WHEN[row.freeze] == "truthy"
-    if row.rebuild in kinds.READS_BACK.get(row.freeze, ()):
+    presence = presence_of(row)
+    if not presence.writes(value):
+        return value is None or presence.written == "truthy"
+    readers = kinds.KINDS[kinds.record_of("freeze", row.freeze)].get("reads_back", ())
+    if kinds.record_of("rebuild", row.rebuild) in readers:
         return True
     try:
-        kinds.admit(kinds.REBUILD_KINDS[row.rebuild], kinds.FREEZE_KINDS[row.freeze](value, ""), "")
+        freeze = kinds.function_of("freeze", row.freeze)
+        kinds.admit(kinds.function_of("rebuild", row.rebuild), freeze(value, ""), "")
     except (FreezeError, MetaError):
         return False
     return True
@@ -350,7 +359,7 @@ def random_spec(rng: Any) -> ModuleShardingSpec:
 def _random_other_keys(rng: Any) -> dict[str, Any]:
     """Other producers' keys: at the top level, and beside the plan table's nested keys."""
     other = {k: rng.choice(_JSON_POOL) for k in rng.sample(_OTHER_KEYS, rng.randrange(3))}
-    containers = {row.key.partition(".")[0] for row in PLAN_FIELDS if "." in row.key}
+    containers = {row.within for row in PLAN_FIELDS if row.within}
     for container in sorted(containers):
         if rng.random() < 0.5:
             other[container] = {k: rng.choice(_JSON_POOL) for k in rng.sample(_OTHER_KEYS, 2)}

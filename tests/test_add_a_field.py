@@ -224,7 +224,7 @@ GRAD_SCALE_FREEZE_BLOCK = [
     "        if value is not None:",
     '            entry["grad_scale"] = (',
     "                value",
-    "                if type(value) in (bool, str)",
+    "                if type(value) in (str, bool)",
     '                else freeze_scalar(value, module_path(fqn) + ".grad_scale")',
     "            )",
 ]
@@ -250,7 +250,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     # The common value by its exact type, the rest through the kind's function.
     assert "        if type(value) in (str, bool, int, float):" in added
     assert "            grad_scale = value" in added
-    assert any(line.startswith("            grad_scale = rebuild_opt_scalar(") for line in added)
+    assert any(line.startswith("            grad_scale = rebuild_scalar(") for line in added)
 
 
 def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
@@ -294,14 +294,12 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
         '            rule["post_hook"] = (',
         "                value",
         "                if type(value) is str",
-        '                else freeze_value_to_dict(value, module_path(fqn) + ".post_hook")',
+        '                else freeze_injected(value, module_path(fqn) + ".post_hook")',
         "            )",
     ]
     assert removed == []
     assert added == block
-    ep_size_line = (
-        "            )"  # the end of the ep_size block: admit(..., freeze_int_truthy(...), ...)
-    )
+    ep_size_line = "            )"  # the end of the ep_size block: admit(..., freeze_int(...), ...)
     assert "\n".join([ep_size_line, *block]) in _generated_texts(repo_copy)["freeze.py"]
 
     added, removed = changes["rebuild.py"]

@@ -94,8 +94,12 @@ def test_replicated_parameters_sum_gradients_over_the_axes_activations_are_split
     mlp = plan.modules["model.layers.0.mlp"]
     assert layout.grad_sum_axes(norm, "weight", (Replicate(), Replicate()), REGION) == ("cp", "tp")
     # Attention computes on the sequence gathered over tp: its tp-sharded weight sums over cp.
-    assert layout.grad_sum_axes(qkv, "linear_qkv.weight", (Replicate(), Shard(0)), REGION) == ("cp",)
-    assert layout.grad_sum_axes(mlp, "experts.down_proj", (Replicate(), Shard(0)), REGION) == ("edp",)
+    assert layout.grad_sum_axes(qkv, "linear_qkv.weight", (Replicate(), Shard(0)), REGION) == (
+        "cp",
+    )
+    assert layout.grad_sum_axes(mlp, "experts.down_proj", (Replicate(), Shard(0)), REGION) == (
+        "edp",
+    )
     mlp4 = ModuleShardingSpec(in_src=mlp.in_src, in_dst=mlp.in_dst)
     mlp4._ep_size = 4
     assert layout.grad_sum_axes(mlp4, "experts.down_proj", (Replicate(), Shard(0)), REGION) == ()
@@ -120,7 +124,9 @@ def test_check_fit_names_a_renamed_boundary_class(
     def rename(document: dict) -> None:  # type: ignore[type-arg]
         document["boundary_classes"]["model.layers.2.self_attn"] = "FlashAttention"
 
-    findings = check_fit(_fixture_plan(_edited_fixture(tmp_path, rename)), model, MESH, overrides_applied=True)
+    findings = check_fit(
+        _fixture_plan(_edited_fixture(tmp_path, rename)), model, MESH, overrides_applied=True
+    )
     assert [str(f) for f in findings] == [
         "boundary_classes['model.layers.2.self_attn']: the plan expects a FlashAttention, "
         "the model's model.layers.2.self_attn is a GQAAttention"
@@ -154,8 +160,9 @@ def test_check_fit_reports_every_finding_at_once(model: Qwen3MoeForCausalLM) -> 
         "plan module 'model.layers.9.mlp' does not exist in Qwen3MoeForCausalLM"
     )
     assert findings["lm_head.bias"] == "the plan shards a parameter the model does not have"
-    assert "contract inputs ['x'] are not parameters of forward(hidden_states, position_embeddings)" in (
-        findings["model.layers.1.self_attn"]
+    assert (
+        "contract inputs ['x'] are not parameters of forward(hidden_states, position_embeddings)"
+        in (findings["model.layers.1.self_attn"])
     )
 
 
@@ -165,9 +172,10 @@ def test_check_fit_refuses_a_shard_that_does_not_divide(model: Qwen3MoeForCausal
     plan.modules["model.layers.0.mlp"].params["gate.weight"] = {"tp": Shard(0), "cp": Shard(0)}  # type: ignore[index]
     model3 = Qwen3MoeForCausalLM(Qwen3MoeConfig(num_experts=6))
     findings = {f.where: f.message for f in check_fit(plan, model3, MESH, overrides_applied=True)}
-    assert "dim 0 of shape (6, 32, 32) is 6, which does not divide over 4 shards" in findings[
-        "model.layers.0.mlp.experts.gate_up_proj"
-    ]
+    assert (
+        "dim 0 of shape (6, 32, 32) is 6, which does not divide over 4 shards"
+        in findings["model.layers.0.mlp.experts.gate_up_proj"]
+    )
     assert findings["model.layers.0.mlp.gate.weight"].startswith(
         "dim 0 of shape (6, 32) is 6, which does not divide over 4 shards"
     )

@@ -70,7 +70,7 @@ def test_fixture_on_four_ranks_matches_one_process_and_the_ablations_do_not(
     ]
     status = artifact_demo.run(cases, 4, tmp_path / "run", timeout=120)
     out = capsys.readouterr().out
-    (exact, no_wrapper, default_grads, ep4) = _reported(out)
+    exact, no_wrapper, default_grads, ep4 = _reported(out)
     assert status == 1, out  # the ablations fail, as they must
     assert exact[0] <= 1e-5 and exact[1] <= 1e-4, out
     assert no_wrapper[0] > 0.1, out
@@ -82,7 +82,11 @@ def test_fixture_on_four_ranks_matches_one_process_and_the_ablations_do_not(
     ("ranks", "edit", "named"),
     [
         (2, None, "the mesh's cp dimension has size 1 (mesh (cp=1, tp=2), 2 ranks)"),
-        (4, _renamed_class, "boundary_classes['model.layers.2.self_attn']: the plan expects a FlashAttention"),
+        (
+            4,
+            _renamed_class,
+            "boundary_classes['model.layers.2.self_attn']: the plan expects a FlashAttention",
+        ),
     ],
     ids=["two-ranks", "renamed-class"],
 )

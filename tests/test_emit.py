@@ -101,7 +101,7 @@ def test_table_edit_without_regeneration_fails_check_naming_the_files(repo_copy:
     result = run_specgen_here(repo_copy, "--check")
     assert result.returncode == 1
     assert (
-        '+            entry["output_names"] = common_frozen_strings(value) or freeze_name_list('
+        '+            entry["output_names"] = common_frozen_strings(value) or freeze_names('
         in result.stdout
     )
     assert (

@@ -17,6 +17,7 @@ import pytest
 from generator.evolution import Changes, classify, lock_of
 from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
+from shardplan.table.rows import Presence
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
 from tests.helpers import replace_once, run_python_here, run_specgen_here, snapshot
@@ -227,6 +228,8 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
         source_file="t.py",
         digest="d" * 64,
         cls="t:T",
+        presences={r.name: Presence(r.written or "not None", r.absent or "None") for r in rows},
+        records={r.name: {"freeze": r.freeze, "rebuild": r.rebuild} for r in rows},
     )
     return Tables((spec,))
 
@@ -322,9 +325,9 @@ IN_DST_ROW = (
         ),
         (
             "shardplan/convert/kinds.py",
-            '    "int_truthy": {"shows"',
-            '    "int_truthy_old": {"shows"',
-            "rebuild kind 'int_truthy' has no SCHEMA line",
+            '        "schema": {"type": ["integer", "boolean"]},\n',
+            "",
+            "KINDS['int_or_true'] has no schema: state it in the record",
         ),
     ],
     ids=["alias_clash", "retired_clash", "retired_group", "retired_reserved", "no_doc", "fragment"],

@@ -210,7 +210,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "missing kinds template": (
         edit_write("templates/kinds.j2", None),
-        "templates/kinds.j2 is missing: it holds one macro per kind; restore it",
+        "templates/kinds.j2 is missing: it lays out each row's block; restore it",
     ),
     "broken TOML in the section header": (
         edit_replace("pyproject.toml", "[tool.specgen]\n", "[tool.specgen\n"),

@@ -58,7 +58,7 @@ ISSUE_CLASHES = (
     "check_meta",
     "check_entry",
     "PARAM_PLAN_KEYS",
-    "rebuild_opt_scalar",
+    "rebuild_scalar",
     "ModuleShardingSpec",
     "rule_path",
     "NO_RULE",
@@ -78,9 +78,9 @@ def _try_field(name: str, group: str) -> str | None:
     spec, *others = load_tables(CONFIG)
     row = SpecField(name, name, group, "scalar", "opt_scalar", doc="A probe.")
     trial = dataclasses.replace(spec, rows=(*spec.rows, row), fields={**spec.fields, name: True})
-    env, declared, form = _environment()
+    _, kinds, form = _environment()
     try:
-        pipeline._validated(env, declared, form, CONFIG, (trial, *others))  # type: ignore[arg-type]
+        pipeline._validated(kinds, form, CONFIG, (trial, *others))  # type: ignore[arg-type]
     except GeneratorError as exc:
         return str(exc)
     return None

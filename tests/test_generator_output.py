@@ -20,7 +20,7 @@ import pytest
 from generator.config import load_config
 from generator.emit import compare
 from generator.pipeline import generate
-from shardplan.convert.kinds import FREEZE_KINDS, REBUILD_KINDS
+from shardplan.convert.kinds import FREEZE_NAMES, KINDS, REBUILD_NAMES
 from tests.helpers import (
     REPO,
     add_field,
@@ -102,7 +102,7 @@ def _module_ast(name: str) -> ast.Module:
 @pytest.mark.parametrize("name", GENERATED_MODULES)
 def test_generated_code_has_no_table_loop_or_computed_attribute_access(name: str) -> None:
     tree = _module_ast(name)
-    kind_names = set(FREEZE_KINDS) | set(REBUILD_KINDS)
+    kind_names = {*FREEZE_NAMES, *REBUILD_NAMES, *KINDS}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in {"getattr", "setattr", "eval", "exec"}, ast.unparse(node)

@@ -12,7 +12,6 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.artifact.meta import CodegenMeta
-from shardplan.convert import kinds
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -140,7 +139,7 @@ def written_by_kind(row: Any) -> Any:
     rng = random.Random(row.name)
     for _ in range(100):
         value = strategies.POOLS[row.freeze](rng)
-        if value is not None and kinds.written(row.freeze, value):
+        if value is not None and strategies.presence_of(row).writes(value):
             if strategies._reads_back(row, value):
                 return value
     raise AssertionError(
@@ -315,7 +314,7 @@ REBUILD_DEFAULTS: dict[str, Any] = {
     # A kind added since the table above was written: its own declaration in the kinds
     # module (the generated code is still checked against it).
     **{
-        f.name: KIND_DEFAULTS.get(f.rebuild, kinds.absent_value(f.rebuild))
+        f.name: KIND_DEFAULTS.get(f.rebuild, strategies.presence_of(f).absent_value())
         for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
     },
     "params": None,

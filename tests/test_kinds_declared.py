@@ -1,8 +1,9 @@
-"""A kind is defined once, in one place (issues 11, 17): its function and its lines in
-WRITTEN_WHEN / ABSENT / READS_BACK / SCHEMA in shardplan/convert/kinds.py. It needs no
-macro: templates/kinds.j2 lays every kind out, and a macro of its own overrides that only
-where a kind's code is genuinely special. A kind cannot be half-added: each missing piece,
-and a row naming such a kind, exits 2 naming what is missing, and leaves generated/ as it was.
+"""A kind is one record (issue 23): its entry in KINDS, beside its functions
+``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the seed's kind
+names are a record plus the presence the name implies (FREEZE_NAMES, REBUILD_NAMES). The
+templates only print the blocks the generator decides. A kind cannot be half-added: each
+missing piece, and a row naming such a kind, exits 2 naming what is missing, and leaves
+generated/ as it was.
 
 The generator runs in this process (tests.helpers.run_specgen_here). Real processes: only
 the README steps (`make codegen`, then pytest in the copy), which are what a developer runs.
@@ -22,14 +23,16 @@ from tests.helpers import REPO, replace_once, run_specgen_here, snapshot
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
 TABLE = "shardplan/table/spec_fields.py"
-MACRO = "{% macro freeze_int_nonzero(f, out, at) %}{{ freeze(f, out, at) }}{% endmacro %}\n"
 FUNCTION = (
     "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
     '    """A non-zero int."""\n'
-    "    return freeze_int_truthy(value, path)\n"
+    "    return freeze_int(value, path)\n"
 )
-# An override of the generic layout for an existing kind, and how the generic one is reached.
-DICT_COPY_MACRO = "{%% macro freeze_dict_copy(f, out, at) %%}%s{%% endmacro %%}\n"
+# The new kind's record: it reads back through the int record's rebuild.
+RECORD = (
+    '"int_nonzero": {"reads_back": ("int",), "shows": "integer", '
+    '"schema": {"type": "integer"}, "held_as": "int"}'
+)
 EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
 
 
@@ -51,9 +54,12 @@ def append(root: Path, relative: str, text: str) -> None:
 replace = replace_once
 
 
-def freeze_ep_size_with_int_nonzero(root: Path) -> None:
-    """The table's _ep_size row, frozen by the new kind int_nonzero."""
-    new = EP_SIZE_ROW.replace('"int_truthy", "int_truthy"', '"int_nonzero", "int_truthy"')
+def freeze_ep_size_with_int_nonzero(root: Path, written: str = 'written="truthy", ') -> None:
+    """The table's _ep_size row, frozen by the new record int_nonzero, its presence said
+    on the row (a record's own name has no preset)."""
+    new = EP_SIZE_ROW.replace(
+        '"int_truthy", "int_truthy",', f'"int_nonzero", "int_truthy", {written}'
+    )
     replace(root, TABLE, EP_SIZE_ROW, new)
 
 
@@ -67,38 +73,27 @@ def refused(root: Path, *fragments: str) -> None:
     assert snapshot(root / "generated") == before
 
 
-def test_a_macro_without_its_function_exits_2(repo_copy: Path) -> None:
-    append(repo_copy, MACROS, MACRO)
-    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
+def test_a_record_without_its_function_exits_2(repo_copy: Path) -> None:
+    declare(repo_copy, "KINDS", RECORD)
+    refused(repo_copy, "KINDS['int_nonzero'] has no function: write freeze_int_nonzero")
 
 
-def test_a_row_naming_a_kind_with_only_a_macro_exits_2(repo_copy: Path) -> None:
-    """The issue's case: a macro, a row using it, and no function anywhere."""
-    append(repo_copy, MACROS, MACRO)
-    freeze_ep_size_with_int_nonzero(repo_copy)
-    refused(repo_copy, "macro freeze_int_nonzero has no kind in shardplan/convert/kinds.py")
-
-
-def test_a_rebuild_kind_without_its_schema_fragment_exits_2(repo_copy: Path) -> None:
-    append(
-        repo_copy,
-        KINDS,
-        "\n\ndef rebuild_int_nonzero(value: Any, path: str) -> int:\n"
-        '    """A non-zero int."""\n'
-        "    return rebuild_int_truthy(value, path)\n",
-    )
-    declare(repo_copy, "ABSENT", '"int_nonzero": "0"')
-    refused(repo_copy, "rebuild kind 'int_nonzero' has no SCHEMA line")
-
-
-def test_a_function_without_its_declaration_exits_2(repo_copy: Path) -> None:
+def test_a_function_without_its_record_exits_2(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
-    refused(repo_copy, "function freeze_int_nonzero has no line in WRITTEN_WHEN")
+    refused(repo_copy, "function freeze_int_nonzero has no record in KINDS")
 
 
-def test_a_declaration_without_its_function_exits_2(repo_copy: Path) -> None:
-    declare(repo_copy, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
-    refused(repo_copy, "freeze kind 'int_nonzero' is declared in WRITTEN_WHEN but has no function")
+def test_a_record_missing_a_field_exits_2(repo_copy: Path) -> None:
+    append(repo_copy, KINDS, FUNCTION)
+    declare(repo_copy, "KINDS", RECORD.replace(', "held_as": "int"', ""))
+    refused(repo_copy, "KINDS['int_nonzero'] has no held_as")
+
+
+def test_a_name_whose_record_does_not_exist_exits_2(repo_copy: Path) -> None:
+    declare(repo_copy, "FREEZE_NAMES", '"int_nonzero": ("int_nonzero", "truthy")')
+    refused(
+        repo_copy, "FREEZE_NAMES['int_nonzero']: record 'int_nonzero' has no freeze_int_nonzero"
+    )
 
 
 def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> None:
@@ -106,92 +101,97 @@ def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> Non
     refused(repo_copy, "unknown freeze kind 'int_nonzero'")
 
 
-def test_a_macro_calling_a_name_the_kinds_module_lacks_exits_2_naming_the_row(
-    repo_copy: Path,
-) -> None:
-    body = "# {{ f.name }}\n{{ out }}[{{ f.key | pyrepr }}] = copy_of(spec.{{ f.name }})"
-    append(repo_copy, MACROS, DICT_COPY_MACRO % body)
-    refused(
-        repo_copy,
-        "(_ep_stack): its freeze block (in templates/kinds.j2) uses "
-        "'copy_of', which shardplan/convert/kinds.py does not define",
-    )
-
-
-def test_a_complete_new_kind_generates_with_no_macro(repo_copy: Path) -> None:
-    """The README recipe: the function and its declarations, in the kinds module alone; a
-    row uses it, and the generic layout of templates/kinds.j2 calls it."""
+def test_a_row_with_a_presence_that_is_no_condition_exits_2_naming_it(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
-    declare(repo_copy, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
-    declare(repo_copy, "READS_BACK", '"int_nonzero": ("int_truthy",)')
+    declare(repo_copy, "KINDS", RECORD)
+    freeze_ep_size_with_int_nonzero(repo_copy, 'written="sometimes", ')
+    refused(repo_copy, "table row", "(_ep_size): written='sometimes' must be one of")
+
+
+def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> None:
+    """The README recipe: the function and its record, in the kinds module alone; a row
+    names the record and says its presence; the templates print the block."""
+    append(repo_copy, KINDS, FUNCTION)
+    declare(repo_copy, "KINDS", RECORD)
     freeze_ep_size_with_int_nonzero(repo_copy)
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
     assert 'freeze_int_nonzero(value, module_path(fqn) + "._ep_size")' in freeze, freeze[-800:]
+    assert "# _ep_size: int_nonzero, written when truthy\n" in freeze
+    assert "admit(" not in freeze.partition("# _ep_size")[2]  # int_nonzero reads back as int
 
 
 # ------------------------------------------------------------------ said once
 
 
-def test_each_kind_s_write_condition_and_absent_value_are_stated_once() -> None:
-    """Only shardplan/convert/kinds.py states them; the templates and the reference read them."""
+def test_the_kinds_are_declared_once_and_no_template_names_one() -> None:
+    """Only shardplan/convert/kinds.py states the records and the names' presets; the
+    templates print what the generator decides and name no kind."""
     sources = {
         path.relative_to(REPO).as_posix(): path.read_text()
         for folder in ("shardplan", "generator", "templates")
         for path in (REPO / folder).rglob("*")
         if path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
     }
-    for name in ("WRITTEN_WHEN", "ABSENT", "READS_BACK", "SCHEMA"):
+    for name in ("KINDS", "FREEZE_NAMES", "REBUILD_NAMES"):
         defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
         assert defining == [KINDS], (name, defining)
-    # No template restates a condition or a default literal for a kind by name.
-    for kind in kinds.ABSENT:
-        assert f'"{kind}": "' not in sources[MACROS]
+    templates = "".join(text for path, text in sources.items() if path.endswith(".j2"))
+    for kind in (*kinds.KINDS, *kinds.FREEZE_NAMES, *kinds.REBUILD_NAMES):
+        assert not re.search(rf"\b{kind}\(", templates), kind
+        assert f'"{kind}"' not in templates, kind
 
 
-def test_the_declarations_cover_exactly_the_kind_functions() -> None:
+def test_the_records_cover_exactly_the_kind_functions() -> None:
     tree = ast.parse((REPO / KINDS).read_text())
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert {f"freeze_{k}" for k in kinds.WRITTEN_WHEN} == {
-        f for f in functions if f.startswith("freeze_")
-    }
-    assert {f"rebuild_{k}" for k in kinds.ABSENT} == {
-        f for f in functions if f.startswith("rebuild_")
-    }
+    steps = {f.partition("_")[2] for f in functions if f.startswith(("freeze_", "rebuild_"))}
+    assert steps == set(kinds.KINDS)
 
 
-@pytest.mark.parametrize("kind", sorted(kinds.ABSENT))
-def test_absent_value_is_a_fresh_python_literal(kind: str) -> None:
-    first, second = kinds.absent_value(kind), kinds.absent_value(kind)
-    assert first == second and repr(first) == kinds.ABSENT[kind]
-    if isinstance(first, (dict, list)):  # mutable: each spec gets its own
-        assert first is not second
-
-
-# ------------------------------------------------------------------ shortcuts
+def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
+    """The seed's 30 names stand for 12 records: bool_default_true and _false are bool
+    with another absent value; name_list, attr_list and opt_name_list are names written
+    when truthy, not None and always."""
+    assert kinds.record_of("rebuild", "bool_default_true") == "bool"
+    assert kinds.record_of("rebuild", "bool_default_false") == "bool"
+    assert (
+        kinds.preset_of("rebuild", "bool_default_true"),
+        kinds.preset_of("rebuild", "bool_default_false"),
+    ) == ("True", "False")
+    names = {kinds.record_of("freeze", n) for n in ("name_list", "attr_list", "opt_name_list")}
+    assert names == {"names"}
+    assert [kinds.preset_of("freeze", n) for n in ("name_list", "attr_list", "opt_name_list")] == [
+        "truthy",
+        "not None",
+        "always",
+    ]
+    assert kinds.function_of("freeze", "plain") is kinds.function_of("freeze", "scalar")
+    assert len(kinds.KINDS) < len(set(kinds.FREEZE_NAMES) | set(kinds.REBUILD_NAMES))
 
 
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
         (
-            '"scalar": ("is", "bool", "str"),',
-            '"scalar": ("is", "list"),',
-            "FREEZE_SHORTCUTS['scalar']: ('is', ...) takes type names among",
+            '"freeze_shortcut": ("is", "str", "bool"),',
+            '"freeze_shortcut": ("is", "list"),',
+            "KINDS['scalar'][freeze_shortcut]: ('is', ...) takes type names among",
         ),
         (
-            '"tuple_empty": ("call", "common_string_tuple"),',
-            '"tuple_empty": ("call", "common_tuple_of_nothing"),',
-            "REBUILD_SHORTCUTS['tuple_empty']: ('call', name) needs a function this module defines",
+            '"rebuild_shortcut": ("call", "common_string_tuple"),',
+            '"rebuild_shortcut": ("call", "common_tuple_of_nothing"),',
+            "KINDS['name_tuple'][rebuild_shortcut]: ('call', name) needs a function this "
+            "module defines",
         ),
         (
-            '"plain": ("is", "str", "bool"),',
-            '"plain": ("is", "str", "bool"),\n    "no_such_kind": ("is", "str"),',
-            "FREEZE_SHORTCUTS['no_such_kind']: no such freeze kind in WRITTEN_WHEN",
+            '"held_as": "int | bool",',
+            '"held_as": "int | bool",\n        "freeze_shortcut": ("is", "int"),',
+            "KINDS['int_or_true']: freeze_shortcut, but there is no freeze_int_or_true",
         ),
     ],
-    ids=["a type JSON lacks", "an undefined function", "an undeclared kind"],
+    ids=["a type JSON lacks", "an undefined function", "a step the record lacks"],
 )
 def test_a_bad_shortcut_declaration_exits_2_naming_it(
     repo_copy: Path, old: str, new: str, message: str
@@ -201,21 +201,15 @@ def test_a_bad_shortcut_declaration_exits_2_naming_it(
 
 
 def test_a_macro_that_fails_to_render_exits_2_without_a_traceback(repo_copy: Path) -> None:
-    """A macro reading a name the templates lack fails while the generator checks the
-    calls it renders: one message naming the template, exit 2."""
-    append(repo_copy, MACROS, DICT_COPY_MACRO % "{{ no_such_global[0] }}")
+    """A layout macro reading a name the templates lack: one message naming the template,
+    exit 2."""
+    replace(
+        repo_copy,
+        MACROS,
+        "# {{ b.comment }}\n{% if b.source %}",
+        "# {{ no_such_global[0] }}\n{% if b.source %}",
+    )
     refused(repo_copy, "templates/kinds.j2")
-
-
-def test_a_kind_s_own_macro_overrides_the_generic_layout(repo_copy: Path) -> None:
-    """A macro named for a declared kind is what the generator picks for its rows."""
-    body = "# {{ f.name }}: by its own macro\n{{ freeze(f, out, at) }}"
-    append(repo_copy, MACROS, DICT_COPY_MACRO % body)
-    result = run_specgen_here(repo_copy, "generate")
-    assert result.returncode == 0, result.stderr
-    freeze = (repo_copy / "generated" / "freeze.py").read_text()
-    assert "# _ep_stack: by its own macro" in freeze
-    assert "by its own macro" not in (REPO / "generated" / "freeze.py").read_text()
 
 
 # ------------------------------------------------------------------ README "A new kind"
@@ -237,8 +231,7 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
     text = kinds_file.read_text()
     assert text.count(section) == 1, "test setup: the declarations' section header moved"
     kinds_file.write_text(text.replace(section, FUNCTION.strip("\n") + "\n\n\n" + section))
-    declare(root, "WRITTEN_WHEN", '"int_nonzero": "truthy"')
-    declare(root, "READS_BACK", '"int_nonzero": ("int_truthy",)')
+    declare(root, "KINDS", RECORD)
     # Its pool of live values, for the properties.
     declare_pool = root / "tests" / "strategies.py"
     text = declare_pool.read_text()
@@ -261,7 +254,8 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
         '              doc="The expert-parallel degree; absent means 0, no expert parallelism."),\n',
         '              doc="The expert-parallel degree; absent means 0, no expert parallelism."),\n'
         '    SpecField("warmup_steps", "warmup_steps", GROUP_INJECTIONS, "int_nonzero",'
-        ' "int_truthy", doc="Steps before the injection takes effect."),\n',
+        ' "int_or_true", written="truthy",'
+        ' doc="Steps before the injection takes effect."),\n',
     )
     make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr

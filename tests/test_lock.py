@@ -277,49 +277,76 @@ def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> N
     assert "retired key 'region_dispatch' moved from param_plan to injections" in result.stderr
 
 
-def test_changing_a_used_rebuild_kinds_absent_value_is_breaking(repo_copy: Path) -> None:
+def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None:
     """Before: exit 0, and every old artifact without is_boundary then rebuilt to False."""
     edit(
         repo_copy,
         KINDS,
-        '    "bool_default_true": "True",\n',
-        '    "bool_default_true": "False",\n',
+        '    "bool_default_true": ("bool", "True"),\n',
+        '    "bool_default_true": ("bool", "False"),\n',
     )
     before = snapshot(repo_copy / "generated")
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
-        "rebuild kind bool_default_true: a missing key now gives False, was True: old "
-        "artifacts without 'is_boundary' now mean something else" in result.stderr
+        "key 'is_boundary': a missing key now gives False, was True: old artifacts without it "
+        "now mean something else" in result.stderr
     )
+    assert "plan table: key 'parallel_dims.sequence_parallel': a missing key" in result.stderr
     assert snapshot(repo_copy / "generated") == before
 
 
-def test_changing_a_used_freeze_kinds_write_condition_changes_the_bytes(repo_copy: Path) -> None:
-    edit(repo_copy, KINDS, '    "name_list": "truthy",\n', '    "name_list": "not None",\n')
+def test_a_rows_own_absent_value_is_recorded_and_changing_it_is_breaking(repo_copy: Path) -> None:
+    """The presence is the row's: absent= on one row breaks that key alone."""
+    edit(
+        repo_copy,
+        "shardplan/table/spec_fields.py",
+        '"scalar", "bool_default_true",',
+        '"scalar", "bool_default_true", absent="False",',
+    )
+    result = run_specgen(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "key 'is_boundary': a missing key now gives False, was True" in result.stderr
+    assert "sequence_parallel" not in result.stderr
+    rows = lock(repo_copy)["tables"]["spec"]["rows"]  # type: ignore[index]
+    row = next(r for r in rows if r["key"] == "is_boundary")
+    assert (row["written"], row["absent"]) == ("not None", "True")
+
+
+def test_changing_a_kind_names_write_condition_changes_the_bytes(repo_copy: Path) -> None:
+    edit(
+        repo_copy,
+        KINDS,
+        '    "name_list": ("names", "truthy"),\n',
+        '    "name_list": ("names", "not None"),\n',
+    )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "changes the bytes freeze writes: spec table: freeze kind name_list:" in result.stdout
-    assert "now written when not None, was truthy" in result.stdout
+    assert (
+        "changes the bytes freeze writes: spec table: key 'out_names': now written when not None, was truthy"
+        in result.stdout
+    )
 
 
-def test_a_lock_without_the_meaning_records_is_read_without_spurious_breaks(
+def test_a_lock_without_the_presence_records_is_read_without_spurious_breaks(
     repo_copy: Path,
 ) -> None:
     document = lock(repo_copy)
     for part in document["tables"].values():  # type: ignore[attr-defined]
-        del part["kinds"]
+        for row in part["rows"]:
+            del row["written"], row["absent"]
     (repo_copy / LOCK).write_text(json.dumps(document))
     edit(
         repo_copy,
         KINDS,
-        '    "bool_default_true": "True",\n',
-        '    "bool_default_true": "False",\n',
+        '    "bool_default_true": ("bool", "True"),\n',
+        '    "bool_default_true": ("bool", "False"),\n',
     )
     result = run_specgen(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "breaking" not in result.stdout
-    assert lock(repo_copy)["tables"]["spec"]["kinds"]["absent"]["bool_default_true"] == "False"  # type: ignore[index]
+    rows = lock(repo_copy)["tables"]["spec"]["rows"]  # type: ignore[index]
+    assert next(r for r in rows if r["key"] == "is_boundary")["absent"] == "False"
 
 
 def test_a_lock_from_before_the_tables_were_named_is_still_read(repo_copy: Path) -> None:

@@ -1,6 +1,6 @@
 """The kinds' shortcuts change speed only: each gives what its kind's function gives.
 
-Generated code tries a kind's shortcut (FREEZE_SHORTCUTS, REBUILD_SHORTCUTS in
+Generated code tries a kind's shortcut (the records' freeze_shortcut and rebuild_shortcut in
 shardplan/convert/kinds.py) before the function: a ("call", name) shortcut must give the
 function's result or a falsy value; an ("is", type, ...) shortcut promises the function
 gives a value of exactly those types back as it is. Checked here against the functions,
@@ -20,6 +20,7 @@ from torch.distributed.tensor import Shard
 from generator.kinds import read_kinds
 from shardplan.convert import kinds
 from shardplan.errors import FreezeError, MetaError
+from shardplan.table import format as format_module
 from tests.helpers import REPO
 from tests.test_closure import VALUES
 
@@ -69,14 +70,16 @@ def _check(step: str, kind: str, how: tuple[str, ...], value: Any) -> None:
 # would draw, for the cost of drawing them once.
 @given(value=VALUES)
 def test_each_freeze_shortcut_gives_what_its_kind_gives(value: Any) -> None:
-    for kind, how in kinds.FREEZE_SHORTCUTS.items():
-        _check("freeze", kind, how, value)
+    for kind, record in kinds.KINDS.items():
+        if "freeze_shortcut" in record:
+            _check("freeze", kind, record["freeze_shortcut"], value)
 
 
 @given(value=REBUILD_VALUES)
 def test_each_rebuild_shortcut_gives_what_its_kind_gives(value: Any) -> None:
-    for kind, how in kinds.REBUILD_SHORTCUTS.items():
-        _check("rebuild", kind, how, value)
+    for kind, record in kinds.KINDS.items():
+        if "rebuild_shortcut" in record:
+            _check("rebuild", kind, record["rebuild_shortcut"], value)
 
 
 def test_the_shortcuts_are_taken_for_the_common_values() -> None:
@@ -85,7 +88,7 @@ def test_the_shortcuts_are_taken_for_the_common_values() -> None:
     assert kinds.common_strings(["a"]) == ["a"]
     assert kinds.common_string_tuple(["a"]) == ("a",)
     assert kinds.common_frozen_table({"w": {"tp": Shard(0)}}) == {"w": {"tp": "S(0)"}}
-    kinds.rebuild_placement_map({"w": {"tp": "S(0)"}}, "p")  # a text that parsed is cached
+    kinds.rebuild_placements({"w": {"tp": "S(0)"}}, "p")  # a text that parsed is cached
     assert kinds.common_parsed_table({"w": {"tp": "S(0)"}}) == {"w": {"tp": Shard(0)}}
     assert kinds.common_frozen_strings(["a", 1]) is None
     assert kinds.common_strings(("a",)) is None  # JSON arrays are lists
@@ -95,8 +98,8 @@ def test_freeze_takes_a_type_shortcut_only_for_types_the_rebuild_kind_gives_back
     """is_boundary (scalar -> bool_default_true) is not a closed pair: freeze reads its
     value back (admit), so only a bool, which bool_default_true gives back as it is,
     skips that; a str must still be refused by the read-back."""
-    facts = read_kinds(REPO, "shardplan.convert.kinds")
-    assert facts.freeze_shortcut("scalar", "opt_scalar") == ("is", "bool", "str")
+    facts = read_kinds(REPO, "shardplan.convert.kinds", format_module)
+    assert facts.freeze_shortcut("scalar", "opt_scalar") == ("is", "str", "bool")
     assert facts.freeze_shortcut("scalar", "bool_default_true") == ("is", "bool")
     assert facts.freeze_shortcut("int_truthy", "int_truthy") == ()
     generated = (REPO / "generated" / "freeze.py").read_text()

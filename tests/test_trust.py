@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from shardplan.artifact.meta import CodegenMeta, load_meta, meta_from_dict, meta_to_json
 from shardplan.convert import trust
-from shardplan.convert.kinds import rebuild_injection_target
+from shardplan.convert.kinds import rebuild_injected
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError, UntrustedTarget
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -489,14 +489,14 @@ def test_the_scope_ends_with_the_rebuild_even_when_it_fails() -> None:
             meta_with({"match": "m", "bogus": 1}), allow_targets=("okpkg",)
         )
     with pytest.raises(UntrustedTarget):
-        rebuild_injection_target({"_target_": "okpkg.fine"}, PLACE)
+        rebuild_injected({"_target_": "okpkg.fine"}, PLACE)
 
 
 def test_outside_a_rebuild_the_rebuild_kind_admits_nothing() -> None:
     with pytest.raises(UntrustedTarget, match="no Target is allowed"):
-        rebuild_injection_target({"_target_": "json.dumps"}, PLACE)
+        rebuild_injected({"_target_": "json.dumps"}, PLACE)
     with trust.allowing_targets(("json",)):
-        assert rebuild_injection_target({"_target_": "json.dumps"}, PLACE) == Target("json.dumps")
+        assert rebuild_injected({"_target_": "json.dumps"}, PLACE) == Target("json.dumps")
 
 
 def test_another_thread_does_not_inherit_the_allow_list() -> None:
@@ -504,7 +504,7 @@ def test_another_thread_does_not_inherit_the_allow_list() -> None:
 
     def rebuild_in_thread() -> None:
         try:
-            rebuild_injection_target({"_target_": "json.dumps"}, PLACE)
+            rebuild_injected({"_target_": "json.dumps"}, PLACE)
         except UntrustedTarget as exc:
             outcome.append(exc)
 

@@ -1,13 +1,16 @@
-"""The meaning of every freeze and rebuild kind of the field table (docs/contract.md §4, §5).
+"""The kinds of the field tables: what each conversion means (docs/contract.md §4, §5).
 
-One function per kind, strict and plain. ``shardplan.reference`` dispatches to them
-by the kind names in the table; generated code calls them by name, one block per
-field. ``path`` names the value's place for error messages.
+A kind is one record (``KINDS``) and its functions: ``freeze_<record>`` (live -> JSON)
+and ``rebuild_<record>`` (JSON -> live), strict and plain; ``FREEZE_NAMES`` and
+``REBUILD_NAMES`` give the kind names rows use as a record plus the presence the name
+implies. ``shardplan.reference`` dispatches to the functions by the names in the table;
+generated code calls them by name, one block per field. ``path`` names the value's place
+for error messages.
 """
 
 from __future__ import annotations
 
-import ast
+import dataclasses
 from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, NoReturn
@@ -39,45 +42,32 @@ from shardplan.errors import (
     shown,
 )
 from shardplan.table.format import TARGET_KEY
+from shardplan.table.rows import Presence, SpecField
 
-# ---------------------------------------------------------------- freeze: spec -> meta
+# ------------------------------------------------------------ freeze: live -> JSON
+#
+# One function per record (KINDS below): ``freeze_<record>(value, path)``.
 
 
-def freeze_placement_map(value: Any, path: str) -> dict[str, dict[str, str]]:
-    """``{param: {axis: placement}}`` -> ``{param: {axis: "S(0)"}}``."""
+def freeze_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
+    """``{name: {axis: placement}}`` -> ``{name: {axis: "S(0)"}}``: a parameter map or an
+    in/out contract."""
     return freeze_placement_table(value, path)
 
 
-def freeze_named_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
-    """``{name: {axis: placement}}`` -> ``{name: {axis: "S(0)"}}``: an in/out contract."""
-    return freeze_placement_table(value, path)
-
-
-def freeze_name_list(value: Any, path: str) -> list[str]:
+def freeze_names(value: Any, path: str) -> list[str]:
     """A list or tuple of names -> a list."""
     return common_frozen_strings(value) or frozen_strings(value, path)
 
 
-def freeze_attr_list(value: Any, path: str) -> list[str]:
-    """A list or tuple of attribute names -> a list (``[]`` is meaningful)."""
-    return common_frozen_strings(value) or frozen_strings(value, path)
-
-
-def _check_scalar(value: Any, path: str) -> Any:
+def freeze_scalar(value: Any, path: str) -> Any:
+    """A JSON scalar, written as it is (a str or a bool, the common cases, need no check)."""
+    if type(value) in (str, bool):
+        return value
     if isinstance(value, (bool, int, float, str)):
         check_json_value(value, path)
         return value
     raise FreezeError(path, f"expected a bool, int, float or str, got {described(value)}")
-
-
-def freeze_scalar(value: Any, path: str) -> Any:
-    """A JSON scalar, written as it is (a bool, the common case, needs no check)."""
-    return value if type(value) is bool else _check_scalar(value, path)
-
-
-def freeze_plain(value: Any, path: str) -> Any:
-    """A JSON scalar, written as it is (a str, the common case, needs no check)."""
-    return value if type(value) is str else _check_scalar(value, path)
 
 
 def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
@@ -98,7 +88,7 @@ def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, A
     )
 
 
-def freeze_value_to_dict(value: Any, path: str) -> Any:
+def freeze_injected(value: Any, path: str) -> Any:
     """Target -> its dict, callable -> its Target's dict, registry name -> itself, named
     placement or in/out contract -> placement texts. Anything else cannot be rebuilt:
     FreezeError."""
@@ -123,7 +113,7 @@ def freeze_value_to_dict(value: Any, path: str) -> Any:
     )
 
 
-def freeze_dict_copy(value: Any, path: str) -> dict[str, Any]:
+def freeze_json_object(value: Any, path: str) -> dict[str, Any]:
     """A mapping with str keys and JSON values -> a copy sharing no container with it."""
     if not isinstance(value, Mapping):
         raise FreezeError(path, f"expected a mapping, got {described(value)}")
@@ -132,7 +122,7 @@ def freeze_dict_copy(value: Any, path: str) -> dict[str, Any]:
     return json_copy(copy)  # type: ignore[no-any-return]
 
 
-def freeze_int_truthy(value: Any, path: str) -> int:
+def freeze_int(value: Any, path: str) -> int:
     """A truthy int, or the bool ``True`` (a producer's marker such as
     ``skip_source_lowering: true``), written as it is; freeze never calls it for a
     falsy value."""
@@ -142,9 +132,6 @@ def freeze_int_truthy(value: Any, path: str) -> int:
         raise FreezeError(path, f"expected an int or True, got {described(value)}")
     check_json_value(value, path)
     return value
-
-
-# ------------------------------------------------------ freeze: plan level (plan table)
 
 
 def freeze_handler_map(value: Any, path: str) -> dict[str, str]:
@@ -161,14 +148,7 @@ def freeze_handler_map(value: Any, path: str) -> dict[str, str]:
     return dict(value)
 
 
-def freeze_opt_name_list(value: Any, path: str) -> list[str] | None:
-    """None (not recorded) -> null; a list or tuple of names -> a list."""
-    if value is None:
-        return None
-    return common_frozen_strings(value) or frozen_strings(value, path)
-
-
-def freeze_pair_list(value: Any, path: str) -> list[list[str]]:
+def freeze_pairs(value: Any, path: str) -> list[list[str]]:
     """A list or tuple of pairs of FQNs -> a list of 2-lists."""
     if not isinstance(value, (list, tuple)):
         raise FreezeError(path, f"expected a list of pairs, got {described(value)}")
@@ -260,15 +240,13 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
     return frozen
 
 
-# --------------------------------------------------------------- rebuild: meta -> spec
+# ------------------------------------------------------------ rebuild: JSON -> live
+#
+# One function per record (KINDS below): ``rebuild_<record>(value, path)``, called only for
+# a present value (an absent one is the row's absent value, inlined by generated code).
 
 
-def rebuild_placement_map(value: Any, path: str) -> dict[str, dict[str, Placement]]:
-    """``{param: {axis: "S(0)"}}`` -> parsed placements; ``{}`` stays ``{}``."""
-    return parse_placement_table(value, path)
-
-
-def rebuild_named_placements(value: Any, path: str) -> dict[str, dict[str, Placement]]:
+def rebuild_placements(value: Any, path: str) -> dict[str, dict[str, Placement]]:
     """``{name: {axis: "S(0)"}}`` -> parsed placements; ``{}`` stays ``{}``."""
     return parse_placement_table(value, path)
 
@@ -285,17 +263,17 @@ def _rebuild_strings(value: Any, path: str) -> list[str]:
     return list(value)
 
 
-def rebuild_name_list(value: Any, path: str) -> list[str]:
-    """An array of strings -> a list."""
-    return _rebuild_strings(value, path)
-
-
-def rebuild_attr_list(value: Any, path: str) -> list[str]:
+def rebuild_names(value: Any, path: str) -> list[str]:
     """An array of strings -> a list (``[]`` stays ``[]``)."""
     return _rebuild_strings(value, path)
 
 
-def rebuild_bool_default_true(value: Any, path: str) -> bool:
+def rebuild_name_tuple(value: Any, path: str) -> tuple[str, ...]:
+    """An array of strings -> a tuple."""
+    return tuple(_rebuild_strings(value, path))
+
+
+def rebuild_bool(value: Any, path: str) -> bool:
     """A boolean."""
     if not isinstance(value, bool):
         raise MetaError(path, f"expected a boolean, got {json_type(value)}")
@@ -303,7 +281,7 @@ def rebuild_bool_default_true(value: Any, path: str) -> bool:
 
 
 def rebuild_int_or_true(value: Any, path: str) -> Any:
-    """An integer or a boolean, as it is: what ``int_truthy`` writes is a truthy int or
+    """An integer or a boolean, as it is: what ``freeze_int`` writes is a truthy int or
     ``true`` (``1.5`` or ``"s"`` would not freeze again; a falsy one is refused by strict
     rebuild, which knows the key is written only when truthy)."""
     if isinstance(value, int):  # bool included
@@ -311,7 +289,7 @@ def rebuild_int_or_true(value: Any, path: str) -> Any:
     raise MetaError(path, f"expected a non-zero integer or true, got {json_type(value)}")
 
 
-def rebuild_opt_scalar(value: Any, path: str) -> Any:
+def rebuild_scalar(value: Any, path: str) -> Any:
     """A JSON scalar (string, number or boolean), as it is."""
     if isinstance(value, (bool, int, float, str)):
         return value
@@ -345,7 +323,7 @@ def _rebuild_injected_object(value: dict[Any, Any], path: str) -> Any:
     return parse_placement_table(value, path)
 
 
-def rebuild_injection_target(value: Any, path: str) -> Any:
+def rebuild_injected(value: Any, path: str) -> Any:
     """``{"_target_": ...}`` -> Target; a registry name stays a string; an object of
     placement texts is a named placement, an object of objects a contract."""
     if isinstance(value, str):
@@ -361,7 +339,7 @@ def rebuild_injection_target(value: Any, path: str) -> Any:
     )
 
 
-def rebuild_dict_copy(value: Any, path: str) -> dict[str, Any]:
+def rebuild_json_object(value: Any, path: str) -> dict[str, Any]:
     """An object -> a copy sharing no container with it, nested no deeper than freeze
     writes (json_values.MAX_DEPTH)."""
     if not isinstance(value, dict):
@@ -369,19 +347,11 @@ def rebuild_dict_copy(value: Any, path: str) -> dict[str, Any]:
     return copied_json(value, path)  # type: ignore[no-any-return]
 
 
-def rebuild_int_truthy(value: Any, path: str) -> int:
+def rebuild_int(value: Any, path: str) -> int:
     """An integer (not a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise MetaError(path, f"expected an integer, got {json_type(value)}")
     return value
-
-
-def rebuild_tuple_empty(value: Any, path: str) -> tuple[str, ...]:
-    """An array of strings -> a tuple."""
-    return tuple(_rebuild_strings(value, path))
-
-
-# ----------------------------------------------------- rebuild: plan level (plan table)
 
 
 def rebuild_handler_map(value: Any, path: str) -> dict[str, str]:
@@ -396,12 +366,7 @@ def rebuild_handler_map(value: Any, path: str) -> dict[str, str]:
     return dict(value)
 
 
-def rebuild_opt_name_tuple(value: Any, path: str) -> tuple[str, ...]:
-    """An array of strings -> a tuple (null, "not recorded", is None: see ABSENT)."""
-    return tuple(_rebuild_strings(value, path))
-
-
-def rebuild_pair_list(value: Any, path: str) -> list[tuple[str, str]]:
+def rebuild_pairs(value: Any, path: str) -> list[tuple[str, str]]:
     """An array of 2-arrays of strings -> a list of pairs."""
     if not isinstance(value, list):
         raise MetaError(path, f"expected an array of pairs, got {json_type(value)}")
@@ -417,11 +382,6 @@ def _rebuild_pair(pair: Any, path: str) -> list[str]:
     if len(strings) != 2:
         raise MetaError(path, f"expected a pair of two FQNs, got {len(strings)} items")
     return strings
-
-
-def rebuild_bool_default_false(value: Any, path: str) -> bool:
-    """A boolean."""
-    return rebuild_bool_default_true(value, path)
 
 
 def rebuild_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> None:
@@ -492,107 +452,75 @@ def read_renamed(
 
 # ------------------------------------------------------------- what each kind means
 #
-# Each kind's meaning is stated here once: its function above, and its line below. These
-# are plain literals because the generator, which never imports torch, reads them from
-# this file's source (generator/kinds.py); the reference and the docs read them too.
-
-# freeze kind -> when freeze writes its key: "not None" (an empty value is meaningful,
-# and None must read back as None), "truthy" (a falsy value is not written) or "always"
-# (the plan level: every key is written, None as null; a derived kind takes the entries).
-WRITTEN_WHEN: dict[str, str] = {
-    "placement_map": "not None",
-    "named_placements": "not None",
-    "name_list": "truthy",
-    "attr_list": "not None",
-    "scalar": "not None",
-    "value_to_dict": "not None",
-    "plain": "not None",
-    "dict_copy": "truthy",
-    "int_truthy": "truthy",
-    "handler_map": "always",
-    "opt_name_list": "always",
-    "pair_list": "always",
-    "bool": "always",
-    "sharded_params": "always",
-}
-
-# rebuild kind -> what an absent or null key rebuilds to, as the Python literal generated
-# code inlines (the function is called only for a present value).
-ABSENT: dict[str, str] = {
-    "placement_map": "None",
-    "named_placements": "None",
-    "name_list": "None",
-    "attr_list": "None",
-    "bool_default_true": "True",
-    "opt_scalar": "None",
-    "int_or_true": "None",
-    "injection_target": "None",
-    "dict_copy": "{}",
-    "int_truthy": "0",
-    "tuple_empty": "()",
-    "handler_map": "{}",
-    "opt_name_tuple": "None",
-    "pair_list": "[]",
-    "bool_default_false": "False",
-    "sharded_params": "None",
-}
-
-# freeze kind -> the rebuild kinds that read back everything it writes (tests/test_closure.py
-# checks each pair). A row whose pair is not listed (is_boundary: scalar may write 1,
-# bool_default_true reads only booleans) has its value read back at freeze by admit().
-READS_BACK: dict[str, tuple[str, ...]] = {
-    "placement_map": ("placement_map", "named_placements"),
-    "named_placements": ("placement_map", "named_placements"),
-    "name_list": ("name_list", "attr_list", "tuple_empty"),
-    "attr_list": ("name_list", "attr_list", "tuple_empty"),
-    "scalar": ("opt_scalar",),
-    "plain": ("opt_scalar",),
-    "value_to_dict": ("injection_target",),
-    "dict_copy": ("dict_copy",),
-    "int_truthy": ("opt_scalar", "int_or_true"),
-    "handler_map": ("handler_map",),
-    "opt_name_list": ("opt_name_tuple",),
-    "pair_list": ("pair_list",),
-    "bool": ("bool_default_true", "bool_default_false"),
-    "sharded_params": ("sharded_params",),
-}
-
-# rebuild kind -> the JSON Schema fragment of the values strict rebuild accepts for a key
-# of that kind (null only where freeze writes it: mesh_dim_names; a derived key's null is
-# read as absent), and how generated/fields.md names
-# its JSON type ("shows"). The generator renders them into codegen_meta.schema.json;
-# tests/test_schema.py checks the schema's verdict against strict rebuild.
-SCHEMA: dict[str, dict[str, Any]] = {
-    "placement_map": {
-        "shows": "object: parameter -> named placement",
-        "schema": {"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
-    },
-    "named_placements": {
+# A kind is one record, stated here once beside its functions above. The records are plain
+# literals because the generator, which never imports torch, reads them from this file's
+# source (generator/kinds.py); the reference and the docs read them too. A record's fields:
+#   "reads_back"   the records whose rebuild reads back everything its freeze writes
+#                  (tests/test_closure.py checks each pair); a row pairing its freeze with
+#                  another rebuild has its value read back at freeze by admit();
+#   "shows", "schema"  how generated/fields.md names the JSON type rebuild accepts, and its
+#                  JSON Schema (null is added where the row writes null);
+#   "held_as"      the annotation of a CodegenMeta field holding a top-level key of it;
+#   "freeze_shortcut", "rebuild_shortcut"  optional: ("call", name) where name(value) gives
+#                  the function's result or a falsy value where the function must decide;
+#                  ("is", type, ...) where a value of exactly one of these types is the
+#                  result itself. Generated code calls the function, and builds the error
+#                  path, only off the shortcut (tests/test_kinds_declared.py checks they
+#                  give what the functions give).
+# A record without a freeze_<name> function is read only (name_tuple, int_or_true).
+KINDS: dict[str, dict[str, Any]] = {
+    "placements": {
+        "reads_back": ("placements",),
         "shows": "object: name -> named placement",
         "schema": {"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
+        "held_as": "dict[str, dict[str, dict[str, str]]]",
+        "freeze_shortcut": ("call", "common_frozen_table"),
+        "rebuild_shortcut": ("call", "common_parsed_table"),
     },
-    "name_list": {
+    "names": {
+        "reads_back": ("names", "name_tuple"),
         "shows": "array of strings",
         "schema": {"type": "array", "items": {"type": "string"}},
+        "held_as": "list[str]",
+        "freeze_shortcut": ("call", "common_frozen_strings"),
+        "rebuild_shortcut": ("call", "common_strings"),
     },
-    "attr_list": {
+    "name_tuple": {
         "shows": "array of strings",
         "schema": {"type": "array", "items": {"type": "string"}},
+        "held_as": "list[str]",
+        "rebuild_shortcut": ("call", "common_string_tuple"),
     },
-    "tuple_empty": {
-        "shows": "array of strings",
-        "schema": {"type": "array", "items": {"type": "string"}},
+    "scalar": {
+        "reads_back": ("scalar",),
+        "shows": "string, number or boolean",
+        "schema": {"type": ["string", "number", "boolean"]},
+        "held_as": "str | int | float | bool",
+        "freeze_shortcut": ("is", "str", "bool"),
+        "rebuild_shortcut": ("is", "str", "bool", "int", "float"),
     },
-    "bool_default_true": {"shows": "boolean", "schema": {"type": "boolean"}},
+    "bool": {
+        "reads_back": ("bool",),
+        "shows": "boolean",
+        "schema": {"type": "boolean"},
+        "held_as": "bool",
+        "freeze_shortcut": ("is", "bool"),
+        "rebuild_shortcut": ("is", "bool"),
+    },
+    "int": {
+        "reads_back": ("scalar", "int_or_true"),
+        "shows": "integer",
+        "schema": {"type": "integer"},
+        "held_as": "int",
+        "rebuild_shortcut": ("is", "int"),
+    },
     "int_or_true": {
         "shows": "non-zero integer or true",
         "schema": {"type": ["integer", "boolean"]},
+        "held_as": "int | bool",
     },
-    "opt_scalar": {
-        "shows": "string, number or boolean",
-        "schema": {"type": ["string", "number", "boolean"]},
-    },
-    "injection_target": {
+    "injected": {
+        "reads_back": ("injected",),
         "shows": "Target object, registry name, named placement or contract",
         "schema": {
             "anyOf": [
@@ -602,100 +530,109 @@ SCHEMA: dict[str, dict[str, Any]] = {
                 {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}},
             ],
         },
+        "held_as": "Any",
+        "freeze_shortcut": ("is", "str"),
+        "rebuild_shortcut": ("is", "str"),
     },
-    "dict_copy": {"shows": "object", "schema": {"type": "object"}},
-    "int_truthy": {"shows": "integer", "schema": {"type": "integer"}},
+    "json_object": {
+        "reads_back": ("json_object",),
+        "shows": "object",
+        "schema": {"type": "object"},
+        "held_as": "dict[str, Any]",
+    },
     "handler_map": {
+        "reads_back": ("handler_map",),
         "shows": "object: FQN -> handler name",
         "schema": {"type": "object", "additionalProperties": {"type": "string"}},
+        "held_as": "dict[str, str]",
     },
-    "opt_name_tuple": {
-        "shows": "array of strings, or null",
-        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
-    },
-    "pair_list": {
+    "pairs": {
+        "reads_back": ("pairs",),
         "shows": "array of [FQN, FQN] pairs",
         "schema": {
             "type": "array",
-            "items": {
-                "type": "array",
-                "items": {"type": "string"},
-                "minItems": 2,
-                "maxItems": 2,
-            },
+            "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
         },
+        "held_as": "list[list[str]]",
     },
-    "bool_default_false": {"shows": "boolean", "schema": {"type": "boolean"}},
+    # Derived: freeze computes it from the frozen entries; strict rebuild checks it.
     "sharded_params": {
+        "reads_back": ("sharded_params",),
         "shows": "array of strings",
-        "schema": {"type": ["array", "null"], "items": {"type": "string"}},
+        "schema": {"type": "array", "items": {"type": "string"}},
+        "held_as": "list[str]",
     },
 }
 
-# rebuild kind -> the annotation of a CodegenMeta field holding a top-level key of that kind
-# (generated/meta.py): the JSON value as it is held in memory. The field also holds None
-# (the key is null: strict rebuild refuses it where freeze never writes null, lenient
-# reads it as absent) and UNSET (the document has no such key), its default.
-META_FIELD: dict[str, str] = {
-    "placement_map": "dict[str, dict[str, dict[str, str]]]",
-    "named_placements": "dict[str, dict[str, dict[str, str]]]",
-    "name_list": "list[str]",
-    "attr_list": "list[str]",
-    "bool_default_true": "bool",
-    "opt_scalar": "str | int | float | bool",
-    "int_or_true": "int | bool",
-    "injection_target": "Any",
-    "dict_copy": "dict[str, Any]",
-    "int_truthy": "int",
-    "tuple_empty": "list[str]",
-    "handler_map": "dict[str, str]",
-    "opt_name_tuple": "list[str]",
-    "pair_list": "list[list[str]]",
-    "bool_default_false": "bool",
-    "sharded_params": "list[str]",
+# The kind names rows use (the seed's, which upstream tables keep), as a record and the
+# presence the name implies. A row may name a record directly and say its presence itself
+# (written=..., absent=...); a row's own words win over a name's.
+# freeze name -> (record, when the key is written)
+FREEZE_NAMES: dict[str, tuple[str, str]] = {
+    "placement_map": ("placements", "not None"),
+    "named_placements": ("placements", "not None"),
+    "name_list": ("names", "truthy"),
+    "attr_list": ("names", "not None"),
+    "opt_name_list": ("names", "always"),
+    "scalar": ("scalar", "not None"),
+    "plain": ("scalar", "not None"),
+    "value_to_dict": ("injected", "not None"),
+    "dict_copy": ("json_object", "truthy"),
+    "int_truthy": ("int", "truthy"),
+    "handler_map": ("handler_map", "always"),
+    "pair_list": ("pairs", "always"),
+    "bool": ("bool", "always"),
+    "sharded_params": ("sharded_params", "always"),
 }
-
-# kind -> its shortcut (above): ("call", name) where name(value) gives the kind's result,
-# or a falsy value where the function must be called; ("is", type, ...) where a value of
-# exactly one of these types is the result itself. Freeze takes a shortcut on a row whose
-# pair is not in READS_BACK only for types the rebuild kind also gives back as they are.
-FREEZE_SHORTCUTS: dict[str, tuple[str, ...]] = {
-    "placement_map": ("call", "common_frozen_table"),
-    "named_placements": ("call", "common_frozen_table"),
-    "name_list": ("call", "common_frozen_strings"),
-    "attr_list": ("call", "common_frozen_strings"),
-    "scalar": ("is", "bool", "str"),
-    "value_to_dict": ("is", "str"),
-    "plain": ("is", "str", "bool"),
-    "bool": ("is", "bool"),
-}
-REBUILD_SHORTCUTS: dict[str, tuple[str, ...]] = {
-    "placement_map": ("call", "common_parsed_table"),
-    "named_placements": ("call", "common_parsed_table"),
-    "name_list": ("call", "common_strings"),
-    "attr_list": ("call", "common_strings"),
-    "tuple_empty": ("call", "common_string_tuple"),
-    "bool_default_true": ("is", "bool"),
-    "opt_scalar": ("is", "str", "bool", "int", "float"),
-    "injection_target": ("is", "str"),
-    "int_truthy": ("is", "int"),
-    "bool_default_false": ("is", "bool"),
+# rebuild name -> (record, what an absent key gives, where the name says it; "": the
+# dataclass field's default)
+REBUILD_NAMES: dict[str, tuple[str, str]] = {
+    "placement_map": ("placements", ""),
+    "named_placements": ("placements", ""),
+    "name_list": ("names", ""),
+    "attr_list": ("names", ""),
+    "tuple_empty": ("name_tuple", "()"),
+    "opt_name_tuple": ("name_tuple", "None"),
+    "bool_default_true": ("bool", "True"),
+    "bool_default_false": ("bool", "False"),
+    "opt_scalar": ("scalar", "None"),
+    "int_or_true": ("int_or_true", ""),
+    "injection_target": ("injected", ""),
+    "dict_copy": ("json_object", ""),
+    "int_truthy": ("int", ""),
+    "handler_map": ("handler_map", ""),
+    "pair_list": ("pairs", ""),
+    "sharded_params": ("sharded_params", ""),
 }
 
 FreezeFn = Callable[[Any, str], Any]
 RebuildFn = Callable[[Any, str], Any]
 
-# The functions by kind name, for the table-driven reference.
-FREEZE_KINDS: dict[str, FreezeFn] = {kind: globals()[f"freeze_{kind}"] for kind in WRITTEN_WHEN}
-REBUILD_KINDS: dict[str, RebuildFn] = {kind: globals()[f"rebuild_{kind}"] for kind in ABSENT}
+
+def record_of(step: str, name: str) -> str:
+    """The record a kind name of ``step`` ("freeze" or "rebuild") stands for."""
+    names = FREEZE_NAMES if step == "freeze" else REBUILD_NAMES
+    return names[name][0] if name in names else name
 
 
-def written(kind: str, value: Any) -> bool:
-    """Whether freeze kind ``kind`` writes ``value`` (WRITTEN_WHEN)."""
-    when = WRITTEN_WHEN[kind]
-    return True if when == "always" else bool(value) if when == "truthy" else value is not None
+def preset_of(step: str, name: str) -> str:
+    """The presence a kind name says: its write condition (freeze) or absent value
+    (rebuild; "" where the name leaves it to the field's default)."""
+    names = FREEZE_NAMES if step == "freeze" else REBUILD_NAMES
+    return names[name][1] if name in names else ""
 
 
-def absent_value(kind: str) -> Any:
-    """What rebuild kind ``kind`` gives for an absent key: a fresh object each call."""
-    return ast.literal_eval(ABSENT[kind])
+def presence_of(row: SpecField, cls: type) -> Presence:
+    """The row's presence (when its key is written, what its absence gives), resolved by
+    the row model from the row, its kind names' presets and the field of ``cls``, as the
+    generator resolves it."""
+    field = next((f for f in dataclasses.fields(cls) if f.name == row.name), None)
+    found = row.presence(preset_of("freeze", row.freeze), preset_of("rebuild", row.rebuild), field)
+    if not isinstance(found, Presence):  # the generator refuses such a table, naming the row
+        raise ValueError(f"row {row.name!r}: {found}")
+    return found
+
+
+def function_of(step: str, name: str) -> Callable[..., Any]:
+    """The function of a kind name of ``step``, for the table-driven reference."""
+    return globals()[f"{step}_{record_of(step, name)}"]  # type: ignore[no-any-return]

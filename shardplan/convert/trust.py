@@ -15,7 +15,7 @@ whose real name is admitted too: a re-export does not make a callable trusted.
 
 The allow-list of the rebuild in progress lives in a ``ContextVar`` (thread- and
 async-safe), set by ``begin_rebuild`` and reset by ``end_rebuild`` in a ``finally``:
-generated code calls ``kinds.rebuild_injection_target(value, path)`` and never sees it.
+generated code calls ``kinds.rebuild_injected(value, path)`` and never sees it.
 Outside any rebuild the scope admits nothing.
 """
 

@@ -226,7 +226,9 @@ def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
     except subprocess.TimeoutExpired:
         for proc in procs:
             proc.kill()
-        print(f"demo: the ranks did not finish within {timeout:.0f} s; stopped them", file=sys.stderr)
+        print(
+            f"demo: the ranks did not finish within {timeout:.0f} s; stopped them", file=sys.stderr
+        )
         return 1
     if any(codes):
         print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)

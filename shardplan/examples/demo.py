@@ -181,9 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="folder for codegen_meta.json (default: a new temporary folder)"
     )
     parser.add_argument("--layers", type=int, default=2, help="decoder layers of the example model")
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds the ranks may take"
-    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds the ranks may take")
     parser.add_argument(
         "--artifact",
         type=Path,
@@ -191,11 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run this codegen_meta.json (the shared Qwen3-MoE fixture) on --ranks processes "
         "with the project's Qwen3-MoE-shaped model, against one process; repeatable",
     )
-    parser.add_argument(
-        "--ranks", type=int, default=4, help="processes for --artifact (default 4)"
-    )
+    parser.add_argument("--ranks", type=int, default=4, help="processes for --artifact (default 4)")
     # An ablation, for the tests: this artifact again, with torch's default gradient layouts.
-    parser.add_argument("--default-grads-artifact", type=Path, action="append", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--default-grads-artifact", type=Path, action="append", help=argparse.SUPPRESS
+    )
     parser.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--artifact-rank", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--world", type=int, help=argparse.SUPPRESS)

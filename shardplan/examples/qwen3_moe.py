@@ -138,9 +138,7 @@ class GQAAttention(nn.Module):
         cos, sin = (t.unsqueeze(1) for t in position_embeddings)
         query = query * cos + _rotate_half(query) * sin
         key = key * cos + _rotate_half(key) * sin
-        out, _ = self.attention_interface(
-            self, query, key, value, None, scaling=head_dim**-0.5
-        )
+        out, _ = self.attention_interface(self, query, key, value, None, scaling=head_dim**-0.5)
         projected: torch.Tensor = self.o_proj(out.reshape(batch, seq, -1))
         return projected
 
@@ -173,9 +171,7 @@ class GroupedExperts(nn.Module):
         gate, up = F.linear(rows, self.gate_up_proj[local_index]).chunk(2, dim=-1)
         return F.linear(F.silu(gate) * up, self.down_proj[local_index])
 
-    def forward(
-        self, x: torch.Tensor, scores: torch.Tensor, indices: torch.Tensor
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, scores: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
         out = torch.zeros_like(x)
         for e in range(self.gate_up_proj.shape[0]):
             token, slot = (indices == e).nonzero(as_tuple=True)

@@ -124,7 +124,9 @@ def ep_compute_fn(
         raise ValueError("ep_compute_fn needs an expert-parallel mesh (the plan's ep_size)")
     for name in ("gate", "experts"):
         if not hasattr(module, name):
-            raise ValueError(f"ep_compute_fn needs a module with {name!r}, got {type(module).__name__}")
+            raise ValueError(
+                f"ep_compute_fn needs a module with {name!r}, got {type(module).__name__}"
+            )
     group = ep_mesh.get_group()
     ep = ep_mesh.size()
     num_experts = int(getattr(module, "num_experts"))  # noqa: B009 (an int attribute, checked)

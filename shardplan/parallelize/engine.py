@@ -191,11 +191,15 @@ class Engine:
             "module": module,
             "target_module": module,
             "mesh": self.region,
-            "tp_mesh": self.region[layout.TP] if layout.TP in names and len(names) > 1 else (
-                self.region if names == (layout.TP,) else None
+            "tp_mesh": (
+                self.region[layout.TP]
+                if layout.TP in names and len(names) > 1
+                else (self.region if names == (layout.TP,) else None)
             ),
-            "cp_mesh": self.region["cp"] if "cp" in names and len(names) > 1 else (
-                self.region if names == ("cp",) else None
+            "cp_mesh": (
+                self.region["cp"]
+                if "cp" in names and len(names) > 1
+                else (self.region if names == ("cp",) else None)
             ),
             "ep_mesh": ep["ep"] if ep is not None else None,
         }
@@ -263,7 +267,11 @@ class Engine:
         sharded = layout.param_sharded_axes(spec, self.shape) if self.partial_input_grads else set()
         inputs: list[tuple[int, Redistribution]] = []
         contract_names = list(dict.fromkeys([*(spec.in_src or {}), *(spec.in_dst or {})]))
-        bound = layout.bind_inputs(contract_names, layout.forward_inputs(original)) if contract_names else {}
+        bound = (
+            layout.bind_inputs(contract_names, layout.forward_inputs(original))
+            if contract_names
+            else {}
+        )
         assert isinstance(bound, dict)  # check_fit refused the rest
         for name, index in bound.items():
             src = layout.resolve((spec.in_src or {}).get(name, {}), names, name)
@@ -370,7 +378,11 @@ def parameter_layouts(model: nn.Module) -> dict[str, ParamLayout]:
 def full_tensor(local: torch.Tensor, where: ParamLayout) -> torch.Tensor:
     """The global tensor of a local shard (a collective over the layout's mesh)."""
     return DTensor.from_local(
-        local, where.mesh, where.placements, run_check=False, shape=torch.Size(where.global_shape),
+        local,
+        where.mesh,
+        where.placements,
+        run_check=False,
+        shape=torch.Size(where.global_shape),
         stride=torch.empty(where.global_shape).stride(),
     ).full_tensor()
 

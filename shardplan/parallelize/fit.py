@@ -188,7 +188,12 @@ def _check_module(
         where = f"{fqn}.{path}" if fqn else path
         on = layout.param_shape(spec, path, region)
         if layout.is_expert_param(spec, path) and region.total % spec._ep_size:
-            add(Finding(where, f"ep_size {spec._ep_size} does not divide the mesh's {region.total} ranks"))
+            add(
+                Finding(
+                    where,
+                    f"ep_size {spec._ep_size} does not divide the mesh's {region.total} ranks",
+                )
+            )
             continue
         try:
             placements = layout.resolve(named, on.names, where)
@@ -205,7 +210,12 @@ def _check_module(
     if spec.in_src or spec.in_dst or spec.out_src or spec.out_dst:
         _check_contracts(fqn, spec, module, region, add)
     if not spec.is_boundary and (spec.in_src != spec.in_dst or spec.out_src != spec.out_dst):
-        add(Finding(fqn, "is_boundary is false, which moves nothing, but in/out contracts ask for a move"))
+        add(
+            Finding(
+                fqn,
+                "is_boundary is false, which moves nothing, but in/out contracts ask for a move",
+            )
+        )
     _check_injections(fqn, spec, module, region, add)
     if layout.head_sharded(spec, region) or spec.tp_divide_attrs:
         _check_divided_attrs(fqn, spec, module, region, add)
@@ -228,7 +238,12 @@ def _check_module(
     if isinstance(module, nn.Embedding) and (module.padding_idx is not None or module.max_norm):
         weight = (spec.params or {}).get("weight")
         if weight and any(isinstance(p, Shard) for p in weight.values()):
-            add(Finding(fqn, "a vocabulary-sharded Embedding with padding_idx or max_norm is not supported"))
+            add(
+                Finding(
+                    fqn,
+                    "a vocabulary-sharded Embedding with padding_idx or max_norm is not supported",
+                )
+            )
 
 
 def _param_shape(module: nn.Module, spec: ModuleShardingSpec, path: str) -> tuple[int, ...] | None:
@@ -321,7 +336,12 @@ def _check_injections(
                 )
             )
         if spec.inner_out_src is not None:
-            add(Finding(f"{fqn}.inner_out_src", 'is only meaningful for a child inner_target, not "self"'))
+            add(
+                Finding(
+                    f"{fqn}.inner_out_src",
+                    'is only meaningful for a child inner_target, not "self"',
+                )
+            )
     for label in ("inner_wrapper", "local_compute_fn"):
         value = getattr(spec, label)
         if value is not None and not (isinstance(value, Target) or callable(value)):
@@ -333,10 +353,19 @@ def _check_injections(
             )
     if spec._ep_size > 0:
         if region.total % spec._ep_size:
-            add(Finding(f"{fqn}.ep_size", f"{spec._ep_size} does not divide the mesh's {region.total} ranks"))
+            add(
+                Finding(
+                    f"{fqn}.ep_size",
+                    f"{spec._ep_size} does not divide the mesh's {region.total} ranks",
+                )
+            )
             return
         if spec.local_compute_fn is None:
-            add(Finding(f"{fqn}.ep_size", "expert parallelism needs a local_compute_fn to route tokens"))
+            add(
+                Finding(
+                    f"{fqn}.ep_size", "expert parallelism needs a local_compute_fn to route tokens"
+                )
+            )
         varying = layout.edp_varying_axes(region, spec._ep_size)
         split = layout.split_axes(spec, region.names)
         if varying and not varying <= split and varying & split:
@@ -390,7 +419,11 @@ def _check_tied_pairs(plan: ShardingPlan, model: nn.Module, add: Any) -> None:
             try:
                 model.get_parameter(name)
             except AttributeError:
-                add(Finding(f"tied_pairs[{first!r}, {second!r}]", f"the model has no parameter {name}"))
+                add(
+                    Finding(
+                        f"tied_pairs[{first!r}, {second!r}]", f"the model has no parameter {name}"
+                    )
+                )
         if placed.get(first) != placed.get(second):
             add(
                 Finding(

@@ -80,7 +80,9 @@ class MeshShape:
         return math.prod(self.sizes)
 
     def text(self) -> str:
-        return "(" + ", ".join(f"{n}={s}" for n, s in zip(self.names, self.sizes, strict=True)) + ")"
+        return (
+            "(" + ", ".join(f"{n}={s}" for n, s in zip(self.names, self.sizes, strict=True)) + ")"
+        )
 
 
 def active_axes(plan: ShardingPlan, mesh: MeshShape) -> tuple[str, ...]:
@@ -110,7 +112,9 @@ def param_shape(spec: ModuleShardingSpec, path: str, region: MeshShape) -> MeshS
     return expert_shape(region, spec._ep_size) if is_expert_param(spec, path) else region
 
 
-def resolve(named: Mapping[Any, Placement], axes: Sequence[str], where: str) -> tuple[Placement, ...]:
+def resolve(
+    named: Mapping[Any, Placement], axes: Sequence[str], where: str
+) -> tuple[Placement, ...]:
     """``{axis: placement}`` -> one placement per axis in ``axes`` (missing: Replicate)."""
     by_axis = {axis_name(axis, where): placement for axis, placement in named.items()}
     for axis, placement in by_axis.items():

@@ -21,7 +21,10 @@ _EXEMPT = "exempt runtime state: never crosses the artifact, so a rebuilt plan n
 
 # Row name -> (decision, where it is consumed or why it is not an input).
 SPEC_DECISIONS: dict[str, tuple[str, str]] = {
-    "params": (CONSUMED, "engine shards each parameter; check_fit: it exists, dims exist and divide"),
+    "params": (
+        CONSUMED,
+        "engine shards each parameter; check_fit: it exists, dims exist and divide",
+    ),
     "in_src": (CONSUMED, "engine compiles in_src -> in_dst per input; check_fit: names bind"),
     "in_dst": (CONSUMED, "engine: the layout the module computes on; the gradient rule"),
     "out_src": (CONSUMED, "engine compiles out_src -> out_dst per output"),
@@ -42,13 +45,19 @@ SPEC_DECISIONS: dict[str, tuple[str, str]] = {
         NOT_APPLY_INPUT,
         "codegen only: keeps the module's source instead of lowering it; no apply meaning",
     ),
-    "inner_wrapper": (CONSUMED, "engine binds it (implementations or trusted Target), then runs it"),
+    "inner_wrapper": (
+        CONSUMED,
+        "engine binds it (implementations or trusted Target), then runs it",
+    ),
     "inner_target": (CONSUMED, 'engine wraps the module for "self"; check_fit refuses a child'),
     "inner_out_src": (
         CONSUMED,
         'check_fit: only a child inner_target uses it, and this apply refuses one ("self" only)',
     ),
-    "local_compute_fn": (CONSUMED, "engine builds it once with the mesh family; it runs the forward"),
+    "local_compute_fn": (
+        CONSUMED,
+        "engine builds it once with the mesh family; it runs the forward",
+    ),
     "_ep_stack": (CONSUMED, "engine stacks per-expert weights before sharding"),
     "_ep_size": (CONSUMED, "engine derives the expert mesh (edp, ep); experts.* shard on it"),
     "_tp_local_attr_plan": (NOT_APPLY_INPUT, _EXEMPT + "; head counts come from the placements"),

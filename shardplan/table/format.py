@@ -61,6 +61,11 @@ RESERVED_KEYS[GROUP_DERIVED] = RESERVED_KEYS[GROUP_PLAN]
 # segments are Python identifiers; it nests at most one level, "container.key".
 TOP_LEVEL_GROUPS = (GROUP_PLAN, GROUP_DERIVED)
 NESTING_SEPARATOR = "."
+# When freeze writes a row's key: when not None (an empty value is meaningful, and None
+# reads back as None), when truthy (a falsy value is not written), or always (None as
+# null). A row says it, or its freeze kind's name does; a record's own name: "not None".
+WRITTEN_CONDITIONS = ("not None", "truthy", "always")
+DEFAULT_WRITTEN = "not None"
 
 # ------------------------------------------------------------------ grammars
 
@@ -74,6 +79,7 @@ from shardplan.convert.placement_text import PLACEMENT_PATTERN  # noqa: E402
 from shardplan.errors import field_path  # noqa: E402
 
 __all__ = [
+    "DEFAULT_WRITTEN",
     "DOTTED_PATH_PATTERN",
     "GROUP_DERIVED",
     "GROUP_EXEMPT",
@@ -90,5 +96,6 @@ __all__ = [
     "TABLE_GROUPS",
     "TARGET_KEY",
     "TOP_LEVEL_GROUPS",
+    "WRITTEN_CONDITIONS",
     "field_path",
 ]
