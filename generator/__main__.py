@@ -21,6 +21,7 @@ from pathlib import Path
 from generator.config import find_root, load_config
 from generator.emit import compare, write
 from generator.errors import GeneratorError
+from generator.evolution import LockMode
 from generator.pipeline import generate, load_validated_tables
 
 GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
@@ -139,12 +140,7 @@ def _run_command(
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
     config = load_config(root)
-    generated = generate(
-        config,
-        allow_breaking=allow_breaking,
-        refuse_breaking=command == "generate",
-        new_lock=new_lock,
-    )
+    generated = generate(config, mode=LockMode.from_command(command, allow_breaking, new_lock))
     expected = generated.files
     for note in generated.notes:
         print(note)

@@ -425,3 +425,18 @@ def test_a_lock_whose_breaks_were_emptied_by_hand_fails_check(repo_copy: Path) -
     restored = run_specgen(repo_copy, "generate", "--new-lock")
     assert restored.returncode == 0, restored.stderr
     assert lock(repo_copy)["breaks"] and run_specgen(repo_copy, "check").returncode == 0
+
+
+def test_the_lock_mode_is_decided_once_from_the_command() -> None:
+    """One mode a run (as black's WriteBack): check and diff only report; generate refuses
+    a breaking edit unless --allow-breaking records it; --new-lock replaces a lock."""
+    from generator.evolution import LockMode
+
+    assert LockMode.from_command("check", True, True) is LockMode.REPORT
+    assert LockMode.from_command("diff", False, False) is LockMode.REPORT
+    plain = LockMode.from_command("generate", False, False)
+    assert plain.refuses_breaks and not plain.records_breaks and not plain.new_lock
+    both = LockMode.from_command("generate", True, True)
+    assert both.new_lock and both.records_breaks and not both.refuses_breaks
+    report = LockMode.REPORT
+    assert not (report.refuses_breaks or report.records_breaks or report.new_lock)
