@@ -1,9 +1,10 @@
 """specgen's generator: field tables -> Jinja2 templates -> black -> generated/.
 
 The pipeline, one module a step: ``config`` (read [tool.specgen]), ``kinds`` (the kinds
-module's declarations, read from its source), ``table`` (load and validate every table),
-``evolution`` (the table lock: classify an edit, the history of breaks), ``render``
-(Jinja2), ``emit`` (black, header stamp, write or check); ``pipeline`` runs them and
+module's records, read from its source), ``table`` (load and validate every table, each
+row's presence resolved), ``blocks`` (each row's freeze and rebuild code, decided),
+``evolution`` (the table lock and its whole policy: classify an edit, the history of
+breaks, one ``LockMode`` a run), ``render`` (Jinja2, once an output), ``emit`` (black, header stamp, write or check); ``pipeline`` runs them and
 ``__main__`` is the command line.
 """
 

@@ -126,6 +126,40 @@ def test_readme_plan_level_example_keeps_other_producers_files_byte_identical(
         assert entry["value"] is None  # opt_scalar's absent value, as fields.md states
 
 
+def test_an_absent_key_rebuilds_to_the_fields_default_where_no_kind_name_says_one(
+    repo_copy: Path, tmp_path: Path
+) -> None:
+    """int_truthy names no absent value: an old artifact without the key rebuilds to the
+    dataclass field's default, 3, and the field reference says so."""
+    _add_plan_field(
+        repo_copy,
+        "    warmup_steps: int = 3\n",
+        '    SpecField("warmup_steps", "warmup_steps", GROUP_PLAN, "int_truthy", "int_truthy",\n'
+        '              doc="Steps before sharding takes effect."),\n',
+    )
+    seen = _read_in_copy(repo_copy, "warmup_steps", _old_artifact(tmp_path))
+    (entry,) = seen.values()
+    assert entry["value"] == 3 and entry["same"] is True
+    fields_md = (repo_copy / "generated" / "fields.md").read_text()
+    assert "| `warmup_steps` | plan | integer | truthy | `3` | `warmup_steps` |" in fields_md
+
+
+def test_a_field_whose_default_no_literal_states_needs_absent_on_its_row(
+    repo_copy: Path,
+) -> None:
+    insert_text(
+        repo_copy / SPEC, LAST_PLAN_SETTING, "    hook: object = field(default_factory=object)\n"
+    )
+    row = '    SpecField("hook", "hook", GROUP_PLAN, "scalar", "int_truthy", doc="A hook."),\n'
+    insert_text(repo_copy / PLAN_TABLE, LOSS_PARALLEL_ROW, row)
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout
+    assert "table 'plan' row 6 (hook): the field has no default a literal states" in result.stderr
+    assert 'Set absent="..." on the row' in result.stderr
+    replace_once(repo_copy, PLAN_TABLE, 'doc="A hook."', 'doc="A hook.", absent="0"')
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
+
+
 def test_a_nested_key_renamed_with_an_alias_reads_the_old_value(repo_copy: Path) -> None:
     fixture = shared_fixture(FIXTURE)
     assert json.loads(fixture.read_text())["parallel_dims"]["loss_parallel"] is True
