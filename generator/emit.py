@@ -77,11 +77,20 @@ def inputs_digest(table: Tables, config: Config) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def format_source(source: str, name: str) -> str:
-    """Format with the pinned black mode."""
+def format_source(source: str, name: str, template: str = "") -> str:
+    """Format with the pinned black mode; black's parse is the one check that a template
+    rendered valid Python (``template``: the one that rendered ``name``, for the message)."""
     try:
         return black.format_str(source, mode=BLACK_MODE)
     except InvalidInput as exc:
+        # black says "Cannot parse for target version Python 3.11: 241:18: <the line>".
+        where = str(exc).partition(": ")[2]
+        line = where.partition(":")[0]
+        if template and line.isdigit():
+            raise GeneratorError(
+                f"{template} rendered invalid Python at line {line}\n  "
+                f"{where.partition(': ')[2].strip()}"
+            ) from None
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
 
@@ -114,7 +123,15 @@ def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dic
     digest = inputs_digest(table, config)
     return {
         name: stamp(
-            format_source(src, name) if name.endswith(".py") else src, table, config, digest, name
+            (
+                format_source(src, name, f"{config.templates_name}/{name}.j2")
+                if name.endswith(".py")
+                else src
+            ),
+            table,
+            config,
+            digest,
+            name,
         )
         for name, src in sources.items()
     }

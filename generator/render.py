@@ -6,7 +6,6 @@ Every literal reaches the output through ``pyrepr``, never raw.
 
 from __future__ import annotations
 
-import ast
 import json
 import traceback
 from collections.abc import Iterator
@@ -186,16 +185,9 @@ def render_all(
 
 
 def _check_rendered(source: str, out_name: str, module_file: str, template: str) -> None:
-    """Refuse a template that rendered invalid Python or JSON, naming it and the line."""
-    if out_name.endswith(".py"):
-        try:
-            ast.parse(source, filename=module_file)
-        except SyntaxError as exc:
-            raise GeneratorError(
-                f"{template} rendered invalid Python at line {exc.lineno}: {exc.msg}\n"
-                f"  {(exc.text or '').strip()}"
-            ) from None
-    elif out_name.endswith(".json"):
+    """Refuse a template that rendered invalid JSON, naming it (invalid Python is found
+    by black's own parse, emit.format_source: nothing rendered is parsed twice)."""
+    if out_name.endswith(".json"):
         try:
             json.loads(source)
         except ValueError as exc:
