@@ -18,6 +18,7 @@ import sys
 from enum import IntEnum
 from pathlib import Path
 
+from generator import __version__
 from generator.config import find_root, load_config
 from generator.emit import compare, write
 from generator.errors import GeneratorError
@@ -140,6 +141,15 @@ def _run_command(
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
     config = load_config(root)
+    own = Path(__file__).resolve().parent.parent
+    # The outputs depend on the generator's version as well as on root's tables: where they
+    # differ from what is on disk, say whose generator rendered them.
+    whose = (
+        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s own: "
+        "output that differs may be the generators' difference"
+        if own != root
+        else None
+    )
     generated = generate(config, mode=LockMode.from_command(command, allow_breaking, new_lock))
     expected = generated.files
     for note in generated.notes:
@@ -154,10 +164,14 @@ def _run_command(
         sys.stdout.write(drift.diff)
         if command == "check" and drift:
             print(drift.report(config), file=sys.stderr)
+            if whose:
+                print(whose, file=sys.stderr)
             return ExitStatus.DRIFT
         return ExitStatus.OK
     done = write(config, expected)
     out = config.output_name
+    if done and whose:
+        print(whose)
     for name in done.written:
         print(f"specgen: wrote {out}/{name}")
     for name in done.removed:
@@ -167,28 +181,9 @@ def _run_command(
     return ExitStatus.OK
 
 
-def _command_word(argv: list[str]) -> str | None:
-    """The first word of ``argv`` that is neither an option nor the value of ``--root``."""
-    words = iter(argv)
-    for word in words:
-        if word == "--root":
-            next(words, None)
-        elif not word.startswith("-"):
-            return word
-    return None
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status (an ExitStatus)."""
     argv = sys.argv[1:] if argv is None else argv
-    if _command_word(argv) == "demo":
-        # The demo is shardplan's, with its own command: the generator never loads torch.
-        print(
-            "specgen: the demo is not a specgen command: run `shardplan-demo` "
-            "(or python -m shardplan.examples.demo)",
-            file=sys.stderr,
-        )
-        return ExitStatus.BAD_INPUT
     parser = _parser()
     try:
         args, unknown = parser.parse_known_args(argv)

@@ -97,10 +97,8 @@ def test_diff_and_its_alias_print_the_diff_and_exit_0(
         ),
         (("generate", "--diff"), "`specgen generate --diff` means nothing"),
         (("check", "--check"), "`specgen check --check` means nothing"),
-        (("demo",), "the demo is not a specgen command: run `shardplan-demo`"),
-        (("demo", "--out", "x"), "run `shardplan-demo` (or python -m shardplan.examples.demo)"),
     ],
-    ids=["table-check", "generate-diff", "check-check", "demo", "demo-options"],
+    ids=["table-check", "generate-diff", "check-check"],
 )
 def test_a_command_line_that_means_nothing_exits_2_and_writes_nothing(
     repo_copy: Path, args: tuple[str, ...], message: str

@@ -135,3 +135,20 @@ def test_the_venvs_editable_install_of_this_checkout_renders_b_from_bs_table(
     assert result.returncode == 1, result.stdout + result.stderr
     assert "generated/fields.md is stale" in result.stderr
     assert snapshot(b / "generated") == before
+
+
+def test_another_checkouts_generator_says_whose_generator_rendered_what_differs(
+    repo_copy: Path,
+) -> None:
+    """This checkout's generator, run on a copy (--root), names itself where the output
+    differs from what is on disk: the difference may be the generators', not the table's."""
+    from tests.helpers import REPO, replace_once, run_specgen_here
+
+    replace_once(repo_copy, TABLE, DOC, 'doc="Output order, as the copy has it."')
+    check = run_specgen_here(repo_copy, "check")
+    assert check.returncode == 1
+    assert f"rendered by the generator of {REPO.resolve()} (specgen " in check.stderr
+    generate = run_specgen_here(repo_copy, "generate")
+    assert generate.returncode == 0 and f"generator of {REPO.resolve()}" in generate.stdout
+    again = run_specgen_here(repo_copy, "check")
+    assert again.returncode == 0 and "generator of" not in again.stdout + again.stderr
