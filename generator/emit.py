@@ -11,6 +11,7 @@ the output folder as it was (or, if even that fails, says exactly which files ch
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -77,11 +78,19 @@ def inputs_digest(table: Tables, config: Config) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+# black's output is a function of the source alone (the mode is pinned), and a process that
+# runs the generator again (`generate` then `check`, the tests) mostly renders the same
+# sources: each is formatted once a process.
+@functools.lru_cache(maxsize=64)
+def _black(source: str) -> str:
+    return black.format_str(source, mode=BLACK_MODE)
+
+
 def format_source(source: str, name: str, template: str = "") -> str:
     """Format with the pinned black mode; black's parse is the one check that a template
     rendered valid Python (``template``: the one that rendered ``name``, for the message)."""
     try:
-        return black.format_str(source, mode=BLACK_MODE)
+        return _black(source)
     except InvalidInput as exc:
         # black says "Cannot parse for target version Python 3.11: 241:18: <the line>".
         where = str(exc).partition(": ")[2]
