@@ -95,7 +95,7 @@ def assert_tests_pass_in(root: Path, tests: list[str]) -> None:
     """Run ``tests`` with pytest in ``root`` (its own code and tests) and see them pass."""
     result = run_in(
         root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests,
-        env={"HYPOTHESIS_PROFILE": "dev"},
+        env={"HYPOTHESIS_PROFILE": "steps"},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert " passed" in result.stdout and "failed" not in result.stdout

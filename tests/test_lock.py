@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from generator.evolution import merge_sides
-from tests.helpers import replace_once, run_specgen, snapshot
+from tests.helpers import replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
@@ -100,7 +100,7 @@ def test_a_lock_with_conflict_markers_refuses_a_careless_merge_that_removes_a_ro
     path.write_text(text.replace('  "breaks"', '<<<<<<< HEAD\n=======\n>>>>>>> other\n  "breaks"'))
     remove_region_dispatch(repo_copy)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "generated/table.lock.json is unusable: it holds merge-conflict markers" in result.stderr
     assert "leave the lock as git left it, and run `specgen generate --new-lock`" in result.stderr
@@ -131,7 +131,7 @@ def test_a_lock_with_conflict_markers_refuses_a_careless_merge_that_removes_a_ro
 def test_an_unusable_lock_exits_2_never_no_lock(repo_copy: Path, text: str, command: str) -> None:
     (repo_copy / LOCK).write_text(text)
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, command)
+    result = run_specgen_here(repo_copy, command)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "generated/table.lock.json is unusable" in result.stderr
     assert "restore it from git (`git checkout -- generated/table.lock.json`)" in result.stderr
@@ -143,7 +143,7 @@ def test_an_unusable_lock_exits_2_never_no_lock(repo_copy: Path, text: str, comm
 def test_a_lock_deleted_beside_the_other_generated_files_exits_2(repo_copy: Path) -> None:
     (repo_copy / LOCK).unlink()
     remove_region_dispatch(repo_copy)
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "it is missing, but the other generated files are there" in result.stderr
     assert not (repo_copy / LOCK).exists()
@@ -154,7 +154,7 @@ def test_a_fresh_project_has_no_lock_and_that_is_fine(repo_copy: Path, empty_fol
     shutil.rmtree(repo_copy / "generated")
     if empty_folder:
         (repo_copy / "generated").mkdir()
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert lock(repo_copy)["breaks"] == []
 
@@ -164,21 +164,21 @@ def test_a_fresh_project_has_no_lock_and_that_is_fine(repo_copy: Path, empty_fol
 
 def test_new_lock_writes_a_deleted_lock_anew_and_check_then_passes(repo_copy: Path) -> None:
     (repo_copy / LOCK).unlink()
-    result = run_specgen(repo_copy, "generate", "--new-lock")
+    result = run_specgen_here(repo_copy, "generate", "--new-lock")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "written anew from the table as it is" in result.stdout
-    assert run_specgen(repo_copy, "check").returncode == 0
+    assert run_specgen_here(repo_copy, "check").returncode == 0
 
 
 def test_new_lock_keeps_the_breaks_a_malformed_lock_still_holds(repo_copy: Path) -> None:
     remove_region_dispatch(repo_copy)
-    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    assert run_specgen_here(repo_copy, "generate", "--allow-breaking").returncode == 0
     recorded = lock(repo_copy)["breaks"]
     document = lock(repo_copy)
     document["breaks"] = [*recorded, "a hand-written note"]  # type: ignore[misc]
     (repo_copy / LOCK).write_text(json.dumps(document))
-    assert run_specgen(repo_copy, "generate").returncode == 2
-    result = run_specgen(repo_copy, "generate", "--new-lock")
+    assert run_specgen_here(repo_copy, "generate").returncode == 2
+    result = run_specgen_here(repo_copy, "generate", "--new-lock")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 entry(ies) of breaks could not be read" in result.stdout
     assert lock(repo_copy)["breaks"] == recorded
@@ -198,7 +198,7 @@ def test_new_lock_where_it_means_nothing_exits_2_and_writes_nothing(
     repo_copy: Path, args: tuple[str, ...]
 ) -> None:
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, *args)
+    result = run_specgen_here(repo_copy, *args)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--new-lock" in result.stderr and "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
@@ -217,9 +217,9 @@ def two_branches(repo_copy: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     theirs = tmp_path / "theirs"
     shutil.copytree(repo_copy, theirs)
     remove_region_dispatch(repo_copy)
-    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    assert run_specgen_here(repo_copy, "generate", "--allow-breaking").returncode == 0
     rename_out_names_without_alias(theirs)
-    assert run_specgen(theirs, "generate", "--allow-breaking").returncode == 0
+    assert run_specgen_here(theirs, "generate", "--allow-breaking").returncode == 0
     return base, repo_copy, theirs
 
 
@@ -231,16 +231,16 @@ def test_merging_two_branches_locks_keeps_both_histories_of_breaks(
     # The merge: the table merged by hand (both edits), the lock left as git leaves it.
     rename_out_names_without_alias(ours)
     (ours / LOCK).write_text(conflicted(base, ours / LOCK, theirs / LOCK))
-    refused = run_specgen(ours, "generate")
+    refused = run_specgen_here(ours, "generate")
     assert refused.returncode == 2 and "merge-conflict markers" in refused.stderr
-    result = run_specgen(ours, "generate", "--new-lock")
+    result = run_specgen_here(ours, "generate", "--new-lock")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "merged both sides of the conflict" in result.stdout
     # Ours, then theirs' that ours lacks (the breaks both branches inherited appear once).
     merged = [*ours_breaks, *(b for b in theirs_breaks if b not in ours_breaks)]  # type: ignore[union-attr]
     assert lock(ours)["breaks"] == merged
     assert len(merged) == len(ours_breaks) + 1
-    check = run_specgen(ours, "check")
+    check = run_specgen_here(ours, "check")
     assert check.returncode == 0, check.stdout + check.stderr
 
 
@@ -252,7 +252,7 @@ def test_a_merge_that_undoes_the_other_branchs_break_is_refused(
     base, ours, theirs = two_branches
     (ours / LOCK).write_text(conflicted(base, ours / LOCK, theirs / LOCK))
     before = snapshot(ours / "generated")
-    result = run_specgen(ours, "generate", "--new-lock")
+    result = run_specgen_here(ours, "generate", "--new-lock")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "key 'output_names' renamed to 'out_names' without an alias" in result.stderr
     assert "specgen generate --new-lock --allow-breaking" in result.stderr
@@ -265,14 +265,14 @@ def test_a_merge_that_undoes_the_other_branchs_break_is_refused(
 def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> None:
     """Before: exit 0, and old artifacts holding the key in param_plan were then refused."""
     retire_region_dispatch(repo_copy, "GROUP_PARAM_PLAN")
-    assert run_specgen(repo_copy, "generate").returncode == 0
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
     edit(
         repo_copy,
         TABLE,
         'RetiredKey("region_dispatch", GROUP_PARAM_PLAN,',
         'RetiredKey("region_dispatch", GROUP_INJECTIONS,',
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "retired key 'region_dispatch' moved from param_plan to injections" in result.stderr
 
@@ -286,7 +286,7 @@ def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None
         '    "bool_default_true": ("bool", "False"),\n',
     )
     before = snapshot(repo_copy / "generated")
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         "key 'is_boundary': a missing key now gives False, was True: old artifacts without it "
@@ -304,7 +304,7 @@ def test_a_rows_own_absent_value_is_recorded_and_changing_it_is_breaking(repo_co
         '"scalar", "bool_default_true",',
         '"scalar", "bool_default_true", absent="False",',
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "key 'is_boundary': a missing key now gives False, was True" in result.stderr
     assert "sequence_parallel" not in result.stderr
@@ -320,7 +320,7 @@ def test_changing_a_kind_names_write_condition_changes_the_bytes(repo_copy: Path
         '    "name_list": ("names", "truthy"),\n',
         '    "name_list": ("names", "not None"),\n',
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
         "changes the bytes freeze writes: spec table: key 'out_names': now written when not None, was truthy"
@@ -342,7 +342,7 @@ def test_a_lock_without_the_presence_records_is_read_without_spurious_breaks(
         '    "bool_default_true": ("bool", "True"),\n',
         '    "bool_default_true": ("bool", "False"),\n',
     )
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "breaking" not in result.stdout
     rows = lock(repo_copy)["tables"]["spec"]["rows"]  # type: ignore[index]
@@ -354,7 +354,7 @@ def test_a_lock_from_before_the_tables_were_named_is_still_read(repo_copy: Path)
     old = {"rows": spec["rows"], "retired": spec["retired"], "breaks": []}
     (repo_copy / LOCK).write_text(json.dumps(old))
     remove_region_dispatch(repo_copy)
-    result = run_specgen(repo_copy, "generate")
+    result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "key 'region_dispatch' (region_dispatch) removed without retiring it" in result.stderr
 
@@ -392,18 +392,18 @@ def test_deleting_generated_in_a_git_checkout_is_no_fresh_project(repo_copy: Pat
     """`rm -rf generated && make codegen` once read as a fresh project: a rename without an
     alias passed and the recorded breaks were erased. The lock as committed still holds."""
     remove_region_dispatch(repo_copy)
-    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    assert run_specgen_here(repo_copy, "generate", "--allow-breaking").returncode == 0
     recorded = lock(repo_copy)["breaks"]
     assert recorded
     _commit_all(repo_copy, "a table with one recorded break")
     shutil.rmtree(repo_copy / "generated")
     rename_out_names_without_alias(repo_copy)
-    refused = run_specgen(repo_copy, "generate")
+    refused = run_specgen_here(repo_copy, "generate")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "key 'out_names' renamed to 'output_names' without an alias" in refused.stderr
     assert not (repo_copy / "generated").exists()
     edit(repo_copy, TABLE, '"output_names", GROUP', '"out_names", GROUP')
-    again = run_specgen(repo_copy, "generate")
+    again = run_specgen_here(repo_copy, "generate")
     assert again.returncode == 0, again.stderr
     assert "whose breaks are kept" in again.stdout
     assert lock(repo_copy)["breaks"] == recorded
@@ -411,20 +411,20 @@ def test_deleting_generated_in_a_git_checkout_is_no_fresh_project(repo_copy: Pat
 
 def test_a_lock_whose_breaks_were_emptied_by_hand_fails_check(repo_copy: Path) -> None:
     remove_region_dispatch(repo_copy)
-    assert run_specgen(repo_copy, "generate", "--allow-breaking").returncode == 0
+    assert run_specgen_here(repo_copy, "generate", "--allow-breaking").returncode == 0
     _commit_all(repo_copy, "one recorded break")
     emptied = {**lock(repo_copy), "breaks": []}
     (repo_copy / LOCK).write_text(json.dumps(emptied, indent=2) + "\n")
     for committed in (False, True):  # emptied in the work tree, then committed so
         if committed:
             _commit_all(repo_copy, "breaks emptied by hand")
-        result = run_specgen(repo_copy, "check")
+        result = run_specgen_here(repo_copy, "check")
         assert result.returncode == 2, result.stdout + result.stderr
         assert "no longer records the break" in result.stderr
         assert "Traceback" not in result.stderr
-    restored = run_specgen(repo_copy, "generate", "--new-lock")
+    restored = run_specgen_here(repo_copy, "generate", "--new-lock")
     assert restored.returncode == 0, restored.stderr
-    assert lock(repo_copy)["breaks"] and run_specgen(repo_copy, "check").returncode == 0
+    assert lock(repo_copy)["breaks"] and run_specgen_here(repo_copy, "check").returncode == 0
 
 
 def test_the_lock_mode_is_decided_once_from_the_command() -> None:
