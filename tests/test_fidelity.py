@@ -304,7 +304,6 @@ def damaged_texts(draw: st.DrawFn) -> str:
     )
 
 
-@settings(max_examples=max(settings().max_examples, 2_000))
 @given(damaged_texts())
 def test_reading_a_damaged_artifact_raises_only_meta_error_pointing_into_it(text: str) -> None:
     """Fuzz: load + rebuild of any damaged document raises nothing but MetaError, and its

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardplan.artifact import jsoncodec
@@ -123,8 +123,12 @@ documents = st.one_of(
     documents_of(plain_texts, plain_scalars, tuples=False),
     documents_of(texts, scalars, tuples=True),
 )
+# A drawn document costs Hypothesis about 7 ms here: the document properties run at half
+# the profile's count (the suite's budget): 500 in CI.
+half_the_profile = settings(max_examples=max(settings().max_examples // 2, 100))
 
 
+@half_the_profile
 @given(documents)
 def test_encode_and_its_orjson_tier_give_the_stdlib_bytes_or_none(document: dict[str, Any]) -> None:
     """Both fast writers on the same draws (one property: the draws are its cost)."""
@@ -133,6 +137,7 @@ def test_encode_and_its_orjson_tier_give_the_stdlib_bytes_or_none(document: dict
             assert fast == stdlib_bytes(document)
 
 
+@half_the_profile
 @given(documents)
 def test_meta_to_json_gives_the_stdlib_bytes_or_a_meta_error_where_stdlib_refuses(
     document: dict[str, Any],
@@ -147,6 +152,7 @@ def test_meta_to_json_gives_the_stdlib_bytes_or_a_meta_error_where_stdlib_refuse
         assert meta_to_json(artifact) == expected.decode()
 
 
+@half_the_profile
 @given(documents)
 def test_decode_reads_only_the_canonical_bytes_and_reads_them_as_stdlib_does(
     document: dict[str, Any],
