@@ -286,6 +286,27 @@ def add_field(root: Path, name: str, row: str) -> None:
     insert_text(root / TABLE_FILE, FIRST_EXEMPT_ROW, f"    {with_doc(row)},\n", before=True)
 
 
+def skip_if_the_plan_example_is_in_the_table() -> None:
+    """Skip a test that adds README's plan-level example, ``pipeline_stages``, itself, in a
+    checkout whose table already has it (a user who followed the steps literally)."""
+    import dataclasses
+
+    from shardplan.table.spec import ShardingPlan
+
+    if "pipeline_stages" in {f.name for f in dataclasses.fields(ShardingPlan)}:
+        pytest.skip("ShardingPlan already has pipeline_stages, README's example this test adds")
+
+
+def add_apply_decision(root: Path, table: str, name: str, why: str) -> None:
+    """README's step "say what apply_plan does with it", in ``root``: ``name`` is not an
+    apply input of ``table`` ("SPEC" or "PLAN"), for ``why``."""
+    path = root / "shardplan" / "table" / "apply_decisions.py"
+    anchor = f"{table}_DECISIONS: dict[str, tuple[str, str]] = {{\n"
+    text = path.read_text()
+    assert text.count(anchor) == 1, f"test setup: {anchor!r} moved in {path}"
+    path.write_text(text.replace(anchor, f"{anchor}    {name!r}: (NOT_APPLY_INPUT, {why!r}),\n"))
+
+
 def with_doc(row: str) -> str:
     """``row`` with a doc, as every crossing row needs one, unless it has one or is exempt."""
     if "doc=" in row or "GROUP_EXEMPT" in row or not row.endswith(")"):

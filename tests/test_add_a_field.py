@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
+    add_apply_decision,
     assert_tests_pass_in,
     copy_repo_with_tests,
     make_codegen,
@@ -408,6 +409,7 @@ def _table_sensitive_tests() -> list[str]:
         "tests/test_fidelity.py::test_rebuild_of_freeze_restores_every_frozen_field",
         "tests/test_generator_output.py::test_generated_code_matches_the_table_and_templates",
         "tests/test_cli.py::test_table_command_prints_every_row",
+        "tests/test_apply_nd.py::test_every_row_of_both_tables_has_an_apply_decision",
         "tests/test_generator_output.py::test_generated_code_has_one_block_per_field_in_table_order",
         *(
             f"tests/test_generator_bad_input.py::test_bad_input_exits_2_with_a_message_and_touches_nothing[{case}]"
@@ -423,7 +425,9 @@ def test_readme_steps_for_two_new_fields_leave_the_table_sensitive_tests_passing
     # Steps 1 and 2: the dataclass field and its row, for each new field.
     for new in (GRAD_CLIP, PRE_HOOK):
         _add_field_and_row(root, new)
-    # Step 3: `make codegen`, the recipe itself, with this interpreter for the project's venv.
+        # Step 3: what apply_plan does with it.
+        add_apply_decision(root, "SPEC", new.name, "a setting no apply reads")
+    # Step 4: `make codegen`, the recipe itself, with this interpreter for the project's venv.
     make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr
     assert "wrote generated/rebuild.py" in make.stdout

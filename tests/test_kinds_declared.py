@@ -221,7 +221,12 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
     """README "A new kind", followed as written in a copy, for a new field that uses it:
     the kinds module (function and declarations) and the strategies' pool, then the
     field and its row, `make codegen`, and the table-sensitive tests pass unedited."""
-    from tests.helpers import assert_tests_pass_in, copy_repo_with_tests, make_codegen
+    from tests.helpers import (
+        add_apply_decision,
+        assert_tests_pass_in,
+        copy_repo_with_tests,
+        make_codegen,
+    )
     from tests.test_add_a_field import _table_sensitive_tests
 
     root = copy_repo_with_tests(tmp_path)
@@ -257,6 +262,7 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
         ' "int_or_true", written="truthy",'
         ' doc="Steps before the injection takes effect."),\n',
     )
+    add_apply_decision(root, "SPEC", "warmup_steps", "a schedule setting no apply reads")
     make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr
     freeze = (root / "generated" / "freeze.py").read_text()
