@@ -429,3 +429,18 @@ def test_the_generators_staging_is_the_artifact_writers() -> None:
 
 
 _OUT: dict[str, Any] = {"capture_output": True, "text": True, "check": True}
+
+
+def test_a_template_edited_between_two_runs_of_one_process_renders_anew(repo_copy: Path) -> None:
+    """The compiled templates and black's output are kept for the process (render.py,
+    emit.py), keyed on their source: an edit made between two runs is what the second
+    renders, and a change of the rendered Python is formatted anew."""
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
+    template = repo_copy / "templates" / "fields.md.j2"
+    template.write_text(template.read_text() + "\nEdited between two runs.\n")
+    rebuild = repo_copy / "templates" / "rebuild.py.j2"
+    rebuild.write_text(rebuild.read_text() + "\n\nEDITED_BETWEEN_RUNS    =   1\n")
+    assert run_specgen_here(repo_copy, "generate").returncode == 0
+    assert "Edited between two runs." in (repo_copy / "generated" / "fields.md").read_text()
+    # black's layout of the new line: the output is the formatted new source, not the old.
+    assert "\nEDITED_BETWEEN_RUNS = 1\n" in (repo_copy / "generated" / "rebuild.py").read_text()
