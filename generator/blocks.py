@@ -37,7 +37,7 @@ AROUND_BLOCKS = {
     "freeze.py": {
         **_uses("imports it from __future__", "annotations"),
         **_uses("imports it from typing", "Any"),
-        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS"),
+        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS document_of"),
         **_uses(
             "imports it from shardplan.artifact.plan_meta",
             "check_modules frozen_other_keys module_path rules_in_order",
@@ -48,9 +48,10 @@ AROUND_BLOCKS = {
         **_uses("binds it as a module-level name", "TABLE_SHA256"),
         **_uses(
             "defines it",
-            "_frozen_entries _frozen_rules freeze_injections freeze_param_plan freeze_plan",
+            "_frozen_entries _frozen_plan _frozen_rules freeze_for_writing freeze_injections "
+            "freeze_param_plan freeze_plan",
         ),
-        **_uses("takes it as a parameter", "plan"),
+        **_uses("takes it as a parameter", "live plan"),
         **_uses("binds it as a local", "entry extra fqn injections nested param_plan rule spec"),
     },
     "rebuild.py": {
@@ -147,6 +148,7 @@ class BlockMaker:
     def __init__(self, kinds: KindFacts, form: ModuleType) -> None:
         self.kinds = kinds
         self.field_path = form.field_path
+        self.param_plan_group = form.GROUP_PARAM_PLAN
         self.known = kinds.defined | SHAPES_NAMES | _BUILTINS
 
     def _where(self, base: str, key: str) -> str:
@@ -162,9 +164,14 @@ class BlockMaker:
             frozen = f"admit({kinds.function('rebuild', row.rebuild)}, {frozen}, {where})"
         shortcut = kinds.freeze_shortcut(row.freeze, row.rebuild)
         if shortcut[:1] == ("call",):
-            return f"{shortcut[1]}(value) or {frozen}"
-        if shortcut[:1] == ("is",):
-            return f"value if {_type_test(shortcut[1:])} else {frozen}"
+            frozen = f"{shortcut[1]}(value) or {frozen}"
+        elif shortcut[:1] == ("is",):
+            frozen = f"value if {_type_test(shortcut[1:])} else {frozen}"
+        # An entry's value for write_plan (live): the live value, where it can be written as
+        # it stands, before any of freeze's copies.
+        live = kinds.write_shortcut(row.freeze, row.rebuild)
+        if live and row.group == self.param_plan_group:
+            frozen = f"(live and {live}(value)) or {frozen}"
         return frozen
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:

@@ -20,9 +20,9 @@ from generator.errors import GeneratorError
 
 STEPS = ("freeze", "rebuild")
 NAMES = {"freeze": "FREEZE_NAMES", "rebuild": "REBUILD_NAMES"}
-# A record's fields: required, and optional (its shortcuts, one a step).
+# A record's fields: required, and optional (its shortcuts, one a step, and the writer's).
 RECORD_FIELDS = frozenset({"shows", "schema", "held_as"})
-OPTIONAL_FIELDS = frozenset({"reads_back", "freeze_shortcut", "rebuild_shortcut"})
+OPTIONAL_FIELDS = frozenset({"reads_back", "freeze_shortcut", "rebuild_shortcut", "write_shortcut"})
 # The exact types an ("is", ...) shortcut may name: JSON's scalars, as Python builtins.
 SHORTCUT_TYPES = frozenset({"bool", "int", "float", "str"})
 
@@ -91,6 +91,15 @@ class KindFacts:
             return ()
         types = tuple(name for name in shortcut[1:] if name in back[1:])
         return ("is", *types) if types else ()
+
+    def write_shortcut(self, freeze: str, rebuild: str) -> str:
+        """The function write_plan tries first on a row of these kinds (the live value, to
+        write as it stands), or "": also where freeze reads the value back (``admit``), a
+        check a value written as it stands would skip."""
+        if not self.reads_back(freeze, rebuild):
+            return ""
+        record = self.records[self.record("freeze", freeze)]
+        return str(record.get("write_shortcut", ("", ""))[1])
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
@@ -179,6 +188,16 @@ def _record_problems(
             )
             if problem:
                 problems.append(problem)
+        if "write_shortcut" in record:
+            how = record["write_shortcut"]
+            if name not in functions["freeze"]:
+                problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
+            elif not (isinstance(how, tuple) and how[:1] == ("call",)):
+                problems.append(f'{at}[write_shortcut] must be ("call", function)')
+            else:
+                problem = _shortcut_problem(f"{at}[write_shortcut]", how, defined)
+                if problem:
+                    problems.append(problem)
         if isinstance(record.get("schema"), dict) is False and "schema" in record:
             problems.append(f"{at}: schema must be a JSON Schema object")
     for step in STEPS:

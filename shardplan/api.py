@@ -3,7 +3,8 @@
 It exposes the same four functions as the table-driven reference
 (``shardplan.reference``): ``freeze_plan``, ``freeze_param_plan``, ``freeze_injections``
 and ``rebuild_live_plan_from_meta``, so tests and benchmarks take either module as it
-is; ``rebuild_plan`` is the public name of the last.
+is; ``rebuild_plan`` is the public name of the last. ``write_plan`` is
+``dump_meta(freeze_plan(plan), path)`` in one pass.
 
 Before importing the generated modules (which load torch, seconds), this module checks
 they exist, so a missing one is reported at once with the command that makes it.
@@ -19,11 +20,18 @@ for _name in GENERATED_MODULES:
     require_generated(_name)
 
 # After the check on purpose: these imports are the expensive part.
-from generated.freeze import freeze_injections, freeze_param_plan
+import os
+from pathlib import Path
+
+from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
 from generated.freeze import freeze_plan as _freeze_plan
 from generated.meta import CodegenMeta
 from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
+from shardplan.artifact import jsoncodec
+from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.artifact.meta import meta_to_bytes
 from shardplan.collector import pause_collector, resume_collector
+from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument
 from shardplan.table.spec import ShardingPlan
@@ -38,6 +46,34 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
         return _freeze_plan(plan)
     finally:
         resume_collector(was_enabled)
+
+
+def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
+    """Freeze ``plan`` and write it to ``path``: the file ``dump_meta(freeze_plan(plan),
+    path)`` writes, byte for byte, atomically, in one pass.
+
+    The common case is written straight from the live plan: placement tables as they
+    stand, no CodegenMeta of texts built, no second walk over the document. Anything else
+    (a value that is not of the common form, one freeze refuses, bytes that might not be
+    the format's) takes ``freeze_plan`` and ``dump_meta``'s own path, so every error is
+    theirs: a FreezeError or MetaError naming the place, nothing written. Automatic
+    garbage collection is paused for the call (shardplan.collector)."""
+    was_enabled = pause_collector()
+    try:
+        check_argument(
+            path, (str, os.PathLike), "a file path (str or os.PathLike)", MetaError, "path"
+        )
+        atomic_write_bytes(Path(path), _plan_bytes(plan))
+    finally:
+        resume_collector(was_enabled)
+
+
+def _plan_bytes(plan: ShardingPlan) -> bytes:
+    try:
+        written = jsoncodec.encode_written(freeze_for_writing(plan), written_text)
+    except Exception:  # noqa: BLE001 - freeze's own path below raises it, with its message
+        written = None
+    return meta_to_bytes(_freeze_plan(plan)) if written is None else written
 
 
 def rebuild_live_plan_from_meta(
@@ -79,4 +115,5 @@ __all__ = [
     "freeze_plan",
     "rebuild_live_plan_from_meta",
     "rebuild_plan",
+    "write_plan",
 ]

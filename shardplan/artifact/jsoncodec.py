@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import marshal
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -125,6 +126,30 @@ def _orjson_bytes(document: dict[str, Any]) -> bytes | None:
         return None  # raw non-ASCII, NaN or infinity (or a None), 1e-05 written 0.00001
     if b"e-" in text and _ONE_DIGIT_EXPONENT.search(text):
         return None  # 1e-07 written 1e-7
+    return text
+
+
+def encode_written(document: dict[str, Any], default: Callable[[Any], str]) -> bytes | None:
+    """The format's bytes of write_plan's document (``freeze_for_writing``), or None where
+    they may not be the standard library's: then the caller freezes and dumps as usual.
+
+    ``default`` gives the text of each live placement the document holds; for anything
+    else it raises, and so does orjson. No marshal pass and no null scan: every value
+    freeze lets through is an exact JSON value or a str, int or float subclass (a
+    subclass other than an Enum reaches ``default``, an Enum is written by its value, as
+    json.dumps writes it), and freeze refuses NaN and infinity. What is left to look for
+    is orjson's own spellings: raw non-ASCII and 0x7f, floats below 1e-4.
+    """
+    if not _ORJSON_FLOATS_AS_REPR:
+        return None
+    try:
+        text = orjson.dumps(document, default=default, option=_ORJSON_OPTIONS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if not text.isascii() or b"\x7f" in text or b"0.0000" in text:
+        return None
+    if b"e-" in text and _ONE_DIGIT_EXPONENT.search(text):
+        return None
     return text
 
 

@@ -169,8 +169,8 @@ def freeze_bool(value: Any, path: str) -> bool:
 
 
 def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
-    """Derived from the frozen entries: sorted FQNs of the parameters with any axis not
-    replicated. Strict rebuild computes it too (to refuse a stale one): plain loops, no
+    """Derived from the frozen entries (write_plan's may hold live tables): sorted FQNs of
+    the parameters with any axis not replicated. Strict rebuild computes it too (to refuse a stale one): plain loops, no
     generator expression, since it runs over every parameter of every read."""
     sharded: list[str] = []
     append = sharded.append
@@ -181,6 +181,8 @@ def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
         prefix = f"{fqn}." if fqn else ""
         for param, named in params.items():
             for text in named.values():
+                if type(text) is not str:  # a live placement: write_plan's tables
+                    text = written_text(text)
                 if text != "R":
                     append(prefix + param)
                     break
@@ -410,6 +412,9 @@ def rebuild_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) ->
 # The placement tables' shortcuts live with their fast paths; generated code imports them from here.
 common_frozen_table = placements.common_frozen_table
 common_parsed_table = placements.common_parsed_table
+# The writer's shortcut (write_plan): the live table, written through written_text.
+writable_table = placements.writable_table
+written_text = placements.written_text
 
 
 def common_frozen_strings(value: Any) -> list[str] | None:
@@ -467,6 +472,10 @@ def read_renamed(
 #                  result itself. Generated code calls the function, and builds the error
 #                  path, only off the shortcut (tests/test_kinds_declared.py checks they
 #                  give what the functions give).
+#   "write_shortcut"  optional: ("call", name) where name(value) gives the live value
+#                  itself when write_plan may write it as it stands (what JSON cannot
+#                  write in it goes through written_text), else a falsy value: then the
+#                  freeze shortcut and function run as in freeze_plan.
 # A record without a freeze_<name> function is read only (name_tuple, int_or_true).
 KINDS: dict[str, dict[str, Any]] = {
     "placements": {
@@ -476,6 +485,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "held_as": "dict[str, dict[str, dict[str, str]]]",
         "freeze_shortcut": ("call", "common_frozen_table"),
         "rebuild_shortcut": ("call", "common_parsed_table"),
+        "write_shortcut": ("call", "writable_table"),
     },
     "names": {
         "reads_back": ("names", "name_tuple"),

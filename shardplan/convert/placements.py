@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
@@ -182,6 +183,35 @@ def common_frozen_table(table: object) -> dict[str, dict[str, str]] | None:
             texts[axis] = text
         frozen[name] = texts
     return frozen
+
+
+def writable_table(table: object) -> dict[str, dict[str, Any]] | None:
+    """The live table itself where the writer may write it as it stands, its placements
+    through ``written_text``: the common shape (as ``common_frozen_table``), every
+    placement's text already cached. None otherwise: freeze then builds the texts.
+
+    No table of texts is built, which is most of what freezing a table costs.
+    """
+    if type(table) is not dict:
+        return None
+    text_by_id = _TEXT_BY_ID
+    for name, named in table.items():
+        if type(name) is not str or type(named) is not dict:
+            return None
+        for axis, placement in named.items():
+            if type(axis) is not str or id(placement) not in text_by_id:
+                return None
+    return table
+
+
+def written_text(placement: object) -> str:
+    """The text of a placement ``writable_table`` admitted: the writer's hook for what
+    JSON cannot write itself. TypeError for anything else, which sends the writer back to
+    freeze's own path (its error, or its bytes)."""
+    text = _TEXT_BY_ID.get(id(placement))
+    if text is None:
+        raise TypeError(f"{type(placement).__name__} is no placement freeze has seen")
+    return text
 
 
 def freeze_placement_table(table: object, path: str) -> dict[str, dict[str, str]]:
