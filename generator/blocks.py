@@ -94,6 +94,7 @@ class FreezeBlock:
     otherwise: str  # the statement of the else branch, or ""
     calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
     binds: tuple[str, ...]  # the locals it binds besides ``value``
+    live_check: str = ""  # write_plan writes the live value: the plan-wide check of those
 
 
 @dataclass(frozen=True)
@@ -169,10 +170,16 @@ class BlockMaker:
             frozen = f"value if {_type_test(shortcut[1:])} else {frozen}"
         # An entry's value for write_plan (live): the live value, where it can be written as
         # it stands, before any of freeze's copies.
-        live = kinds.write_shortcut(row.freeze, row.rebuild)
-        if live and row.group == self.param_plan_group:
+        live = self._live(row)[0]
+        if live:
             frozen = f"(live and {live}(value)) or {frozen}"
         return frozen
+
+    def _live(self, row: Any) -> tuple[str, str]:
+        """The row's write shortcut (an entry's key only), or ``("", "")``."""
+        if row.group != self.param_plan_group:
+            return ("", "")
+        return self.kinds.write_shortcut(row.freeze, row.rebuild)
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -211,6 +218,7 @@ class BlockMaker:
         )
         if not self.kinds.reads_back(row.freeze, row.rebuild):
             comment += f", once {row.rebuild} reads it back"
+        live_check = self._live(row)[1]
         return FreezeBlock(
             comment=comment,
             source=source,
@@ -218,8 +226,9 @@ class BlockMaker:
             condition=condition,
             written=written,
             otherwise=otherwise,
-            calls=_calls(condition, written, otherwise, known=self.known),
+            calls=_calls(condition, written, otherwise, live_check, known=self.known),
             binds=(row.name,) if local else (),
+            live_check=live_check,
         )
 
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
@@ -309,6 +318,16 @@ class Blocks:
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
         """The row's rebuild assignment."""
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
+
+    def live_checks(self, table: Table) -> dict[str, tuple[str, ...]]:
+        """The entry keys write_plan writes live, by the check their values take together
+        (a write shortcut's), in table order."""
+        checks: dict[str, tuple[str, ...]] = {}
+        for row in table.keyed:
+            block = self.by_row.get(("freeze", table.name, row.name))
+            if isinstance(block, FreezeBlock) and block.live_check:
+                checks[block.live_check] = (*checks.get(block.live_check, ()), row.key)
+        return checks
 
     def row_names(self) -> set[str]:
         """Every keyed row's name."""

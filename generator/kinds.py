@@ -92,14 +92,16 @@ class KindFacts:
         types = tuple(name for name in shortcut[1:] if name in back[1:])
         return ("is", *types) if types else ()
 
-    def write_shortcut(self, freeze: str, rebuild: str) -> str:
-        """The function write_plan tries first on a row of these kinds (the live value, to
-        write as it stands), or "": also where freeze reads the value back (``admit``), a
-        check a value written as it stands would skip."""
+    def write_shortcut(self, freeze: str, rebuild: str) -> tuple[str, str]:
+        """What write_plan does on a row of these kinds: the function giving the live value
+        to write as it stands, and the function checking those values of the whole plan at
+        once; or ``()``. Also ``()`` where freeze reads the value back (``admit``), a check
+        a value written as it stands would skip."""
         if not self.reads_back(freeze, rebuild):
-            return ""
+            return ("", "")
         record = self.records[self.record("freeze", freeze)]
-        return str(record.get("write_shortcut", ("", ""))[1])
+        _, give, check = record.get("write_shortcut", ("", "", ""))
+        return (str(give), str(check))
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
@@ -192,12 +194,15 @@ def _record_problems(
             how = record["write_shortcut"]
             if name not in functions["freeze"]:
                 problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
-            elif not (isinstance(how, tuple) and how[:1] == ("call",)):
-                problems.append(f'{at}[write_shortcut] must be ("call", function)')
+            elif not (isinstance(how, tuple) and len(how) == 3 and how[0] == "call"):
+                problems.append(f'{at}[write_shortcut] must be ("call", function, check)')
             else:
-                problem = _shortcut_problem(f"{at}[write_shortcut]", how, defined)
-                if problem:
-                    problems.append(problem)
+                for function in how[1:]:
+                    problem = _shortcut_problem(
+                        f"{at}[write_shortcut]", ("call", function), defined
+                    )
+                    if problem:
+                        problems.append(problem)
         if isinstance(record.get("schema"), dict) is False and "schema" in record:
             problems.append(f"{at}: schema must be a JSON Schema object")
     for step in STEPS:

@@ -60,17 +60,21 @@ def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
     garbage collection is paused for the call (shardplan.collector)."""
     was_enabled = pause_collector()
     try:
+        data = _plan_bytes(plan)  # the plan first, then the path: the pair's order of errors
         check_argument(
             path, (str, os.PathLike), "a file path (str or os.PathLike)", MetaError, "path"
         )
-        atomic_write_bytes(Path(path), _plan_bytes(plan))
+        atomic_write_bytes(Path(path), data)
     finally:
         resume_collector(was_enabled)
 
 
 def _plan_bytes(plan: ShardingPlan) -> bytes:
+    """The bytes of ``meta_to_bytes(freeze_plan(plan))``: the live document's where the
+    fast path takes the plan, else that pair's own (and its errors)."""
     try:
-        written = jsoncodec.encode_written(freeze_for_writing(plan), written_text)
+        document = freeze_for_writing(plan)
+        written = None if document is None else jsoncodec.encode_written(document, written_text)
     except Exception:  # noqa: BLE001 - freeze's own path below raises it, with its message
         written = None
     return meta_to_bytes(_freeze_plan(plan)) if written is None else written

@@ -190,8 +190,25 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
             '"held_as": "int | bool",\n        "freeze_shortcut": ("is", "int"),',
             "KINDS['int_or_true']: freeze_shortcut, but there is no freeze_int_or_true",
         ),
+        (
+            '"write_shortcut": ("call", "writable_table", "live_tables_writable"),',
+            '"write_shortcut": ("call", "writable_table", "no_such_check"),',
+            "KINDS['placements'][write_shortcut]: ('call', name) needs a function this "
+            "module defines",
+        ),
+        (
+            '"write_shortcut": ("call", "writable_table", "live_tables_writable"),',
+            '"write_shortcut": ("call", "writable_table"),',
+            "KINDS['placements'][write_shortcut] must be (\"call\", function, check)",
+        ),
     ],
-    ids=["a type JSON lacks", "an undefined function", "a step the record lacks"],
+    ids=[
+        "a type JSON lacks",
+        "an undefined function",
+        "a step the record lacks",
+        "a write check undefined",
+        "a write shortcut without its check",
+    ],
 )
 def test_a_bad_shortcut_declaration_exits_2_naming_it(
     repo_copy: Path, old: str, new: str, message: str

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, NoReturn
 
-from torch.distributed.tensor import Placement
+from torch.distributed.tensor import Placement, Replicate
 
 from shardplan.convert import placements, trust
 from shardplan.convert.json_values import copied_json, frozen_strings, json_copy
@@ -169,9 +169,10 @@ def freeze_bool(value: Any, path: str) -> bool:
 
 
 def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
-    """Derived from the frozen entries (write_plan's may hold live tables): sorted FQNs of
-    the parameters with any axis not replicated. Strict rebuild computes it too (to refuse a stale one): plain loops, no
-    generator expression, since it runs over every parameter of every read."""
+    """Derived from the frozen entries: sorted FQNs of the parameters with any axis not
+    replicated. write_plan's entries hold live tables (placements where texts would be).
+    Strict rebuild computes it too (to refuse a stale one): plain loops, no generator
+    expression, since it runs over every parameter of every read."""
     sharded: list[str] = []
     append = sharded.append
     for fqn, entry in param_plan.items():
@@ -181,9 +182,7 @@ def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
         prefix = f"{fqn}." if fqn else ""
         for param, named in params.items():
             for text in named.values():
-                if type(text) is not str:  # a live placement: write_plan's tables
-                    text = written_text(text)
-                if text != "R":
+                if text != "R" if type(text) is str else type(text) is not Replicate:
                     append(prefix + param)
                     break
     sharded.sort()
@@ -412,8 +411,10 @@ def rebuild_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) ->
 # The placement tables' shortcuts live with their fast paths; generated code imports them from here.
 common_frozen_table = placements.common_frozen_table
 common_parsed_table = placements.common_parsed_table
-# The writer's shortcut (write_plan): the live table, written through written_text.
+# The writer's shortcut (write_plan): the live table, checked for the whole plan at once,
+# its placements written through written_text.
 writable_table = placements.writable_table
+live_tables_writable = placements.live_tables_writable
 written_text = placements.written_text
 
 
@@ -472,10 +473,13 @@ def read_renamed(
 #                  result itself. Generated code calls the function, and builds the error
 #                  path, only off the shortcut (tests/test_kinds_declared.py checks they
 #                  give what the functions give).
-#   "write_shortcut"  optional: ("call", name) where name(value) gives the live value
-#                  itself when write_plan may write it as it stands (what JSON cannot
+#   "write_shortcut"  optional: ("call", name, check) where name(value) gives the live
+#                  value itself when write_plan may write it as it stands (what JSON cannot
 #                  write in it goes through written_text), else a falsy value: then the
-#                  freeze shortcut and function run as in freeze_plan.
+#                  freeze shortcut and function run as in freeze_plan; check(param_plan,
+#                  keys) then says, for the whole plan at once, whether every live value
+#                  under those entry keys may be written so (else write_plan takes
+#                  freeze_plan's own path).
 # A record without a freeze_<name> function is read only (name_tuple, int_or_true).
 KINDS: dict[str, dict[str, Any]] = {
     "placements": {
@@ -485,7 +489,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "held_as": "dict[str, dict[str, dict[str, str]]]",
         "freeze_shortcut": ("call", "common_frozen_table"),
         "rebuild_shortcut": ("call", "common_parsed_table"),
-        "write_shortcut": ("call", "writable_table"),
+        "write_shortcut": ("call", "writable_table", "live_tables_writable"),
     },
     "names": {
         "reads_back": ("names", "name_tuple"),

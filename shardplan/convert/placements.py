@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import Enum
+from itertools import chain, repeat
 from typing import Any
 
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
@@ -185,32 +186,53 @@ def common_frozen_table(table: object) -> dict[str, dict[str, str]] | None:
     return frozen
 
 
-def writable_table(table: object) -> dict[str, dict[str, Any]] | None:
-    """The live table itself where the writer may write it as it stands, its placements
-    through ``written_text``: the common shape (as ``common_frozen_table``), every
-    placement's text already cached. None otherwise: freeze then builds the texts.
-
-    No table of texts is built, which is most of what freezing a table costs.
+def writable_table(table: object) -> dict[str, Any] | None:
+    """The live table itself, for the writer (write_plan) to write as it stands: any exact
+    dict. What it holds is checked for the whole plan at once (``live_tables_writable``)
+    and its placements written through ``written_text``. None otherwise: freeze then
+    builds the texts, and refuses what it must.
     """
-    if type(table) is not dict:
-        return None
-    text_by_id = _TEXT_BY_ID
-    for name, named in table.items():
-        if type(name) is not str or type(named) is not dict:
-            return None
-        for axis, placement in named.items():
-            if type(axis) is not str or id(placement) not in text_by_id:
-                return None
-    return table
+    return table if type(table) is dict else None
+
+
+# The placement types the writer writes as they stand; the rest (torch's strided shard,
+# unknown types) take freeze's own path.
+_WRITTEN_TYPES = frozenset({Shard, Replicate, Partial})
+
+
+def live_tables_writable(param_plan: dict[str, dict[str, Any]], keys: tuple[str, ...]) -> bool:
+    """Whether the live tables under ``keys`` of every entry are of the common shape: a dict
+    of names to dicts of placements of exact Shard, Replicate or Partial type (a text, a
+    list or a None where a placement belongs would be written by the encoder as it
+    stands, where freeze refuses it). One pass in C over every placement of the plan:
+    no Python frame a table. What the encoder checks itself is left to it: keys that are
+    not exact str (it refuses them), dict subclasses and placements it has no text for
+    (``written_text`` refuses them).
+    """
+    entries = param_plan.values()
+    tables: list[Any] = []
+    for key in keys:
+        tables.extend(filter(None, map(dict.get, entries, repeat(key))))
+    try:  # dict.values refuses what is not a dict: a table or a name's value
+        named = chain.from_iterable(map(dict.values, tables))
+        found = set(map(type, chain.from_iterable(map(dict.values, named))))
+    except TypeError:
+        return False
+    return found <= _WRITTEN_TYPES
 
 
 def written_text(placement: object) -> str:
-    """The text of a placement ``writable_table`` admitted: the writer's hook for what
-    JSON cannot write itself. TypeError for anything else, which sends the writer back to
-    freeze's own path (its error, or its bytes)."""
+    """The text of a live placement, for the writer's encoder (its ``default``): cached
+    by id as freeze caches it. TypeError for anything else, which sends the writer back
+    to freeze's own path (its error, or its bytes)."""
     text = _TEXT_BY_ID.get(id(placement))
     if text is None:
-        raise TypeError(f"{type(placement).__name__} is no placement freeze has seen")
+        text = _common_text(placement)
+        if text is None:
+            raise TypeError(f"{type(placement).__name__} has no common placement text")
+        if len(_TEXT_BY_ID) < _CACHE_LIMIT:
+            _KEPT.append(placement)  # type: ignore[arg-type]
+            _TEXT_BY_ID[id(placement)] = text
     return text
 
 
