@@ -1,6 +1,7 @@
 """`make bench`: what users feel, the whole artifact path with the garbage collector on.
 
-Write: ``dump_meta(freeze_plan(plan), path)``. Read: ``rebuild_plan(load_meta(path))``.
+Write: ``write_plan(plan, path)``, the bytes of ``dump_meta(freeze_plan(plan), path)`` in one
+pass. Read: ``rebuild_plan(load_meta(path))``.
 Each is timed beside its floor, in the same process, interleaved round by round: the
 fastest hand-written freeze/rebuild we could write (benchmarks/handwritten.py) with the
 standard library's C JSON codec (compact ``json.dumps``, plain ``json.loads``). Both
@@ -32,7 +33,7 @@ from benchmarks import handwritten
 from benchmarks.plans import TRUSTED_TARGETS, llama_plan
 from shardplan import api
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.artifact.meta import dump_meta, load_meta, meta_from_dict, meta_to_dict
+from shardplan.artifact.meta import load_meta, meta_from_dict, meta_to_dict
 from shardplan.table.spec import ShardingPlan
 
 # layers -> timed rounds; a plan has 4 modules a layer plus 3: about 1k, 10k and 100k.
@@ -41,7 +42,7 @@ HUGE_LAYERS = 125000  # about 500k modules: `make bench BENCH_ARGS=--huge`
 
 
 def write_user(plan: ShardingPlan, path: Path) -> None:
-    dump_meta(api.freeze_plan(plan), path)
+    api.write_plan(plan, path)
 
 
 def read_user(path: Path) -> ShardingPlan:
@@ -191,7 +192,7 @@ def run(sizes: dict[int, int] = SIZES) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> None:
     columns = ("user", "floor", "user, no pause", "user, collector off", "floor, collector off")
     print(
-        "What users feel: write = dump_meta(freeze_plan(plan)), read = rebuild_plan(load_meta(f));\n"
+        "What users feel: write = write_plan(plan, f), read = rebuild_plan(load_meta(f));\n"
         "floor = fastest hand-written freeze/rebuild + json.dumps(compact)/json.loads. Collector\n"
         "on unless labelled. Medians, microseconds a module; ratio = user / floor.\n"
     )

@@ -1,6 +1,6 @@
 """shardplan: the live sharding plan, its field table, and the codegen_meta.json artifact.
 
-``freeze_plan`` and ``rebuild_plan`` use the generated code. They are loaded on first
+``freeze_plan``, ``write_plan`` and ``rebuild_plan`` use the generated code. They are loaded on first
 use (docs/contract.md §12) so that ``import shardplan.table.spec`` never pays for importing torch.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shardplan.api import freeze_plan, rebuild_plan
+    from shardplan.api import freeze_plan, rebuild_plan, write_plan
 
-__all__ = ["freeze_plan", "rebuild_plan"]
+__all__ = ["freeze_plan", "rebuild_plan", "write_plan"]
 
 
 def __getattr__(name: str) -> Any:
