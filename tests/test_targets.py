@@ -224,3 +224,37 @@ def test_target_of_a_callable_that_cannot_be_reimported_is_a_freeze_error(
         target_of_callable(fn, path)
     assert caught.value.path == path
     assert str(caught.value).startswith(f"{path}: ")
+
+
+# ------------------------------------------------ freezing many Targets (frozen_target)
+
+
+def test_a_valid_path_frozen_once_does_not_admit_a_path_reassigned_later() -> None:
+    """Valid paths are remembered by value: a Target whose path is reassigned after a
+    freeze is checked again, and refused at its place."""
+    from shardplan.convert.targets import frozen_target
+
+    target = Target("json.dumps")
+    assert frozen_target(target, "injections[0].inner_wrapper") == {"_target_": "json.dumps"}
+    target.path = "json.dumps; rm -rf"
+    with pytest.raises(FreezeError) as caught:
+        frozen_target(target, "injections[0].inner_wrapper")
+    assert caught.value.path == "injections[0].inner_wrapper"
+    assert "must be a dotted import path" in str(caught.value)
+
+
+def test_frozen_kwargs_keep_their_order_share_no_container_and_name_the_first_bad_one() -> None:
+    from shardplan.convert.targets import frozen_target
+
+    nested = {"a": [1, 2]}
+    target = Target("json.dumps", ring=True, size=2**62, name="x", none=None, nested=nested)
+    frozen = frozen_target(target, "m.inner_wrapper")
+    assert list(frozen) == ["_target_", "ring", "size", "name", "none", "nested"]
+    assert frozen["nested"] == nested and frozen["nested"] is not nested
+    assert frozen["nested"]["a"] is not nested["a"]
+    target.kwargs = {"ok": 1, "big": 2**64}
+    assert frozen_target(target, "m.inner_wrapper")["big"] == 2**64
+    target.kwargs = {"ok": 1, "bad": float("nan"), "worse": {1, 2}}
+    with pytest.raises(FreezeError) as caught:
+        frozen_target(target, "m.inner_wrapper")
+    assert caught.value.path == "m.inner_wrapper.bad"

@@ -158,34 +158,62 @@ def check_json_value(value: object, path: str) -> None:
     raise_if_unwritable(value, path, FreezeError, allow_tuples=False)
 
 
+# Target paths frozen once and found valid: planners name a few callables from thousands
+# of modules, so each path's pattern and bounds are checked once. Bounded, as every cache
+# an input can grow.
+_VALID_PATHS: set[str] = set()
+_VALID_PATHS_LIMIT = 4096
+# The kwarg values frozen as they stand: immutable and always JSON (ints of any size
+# below 64 bits have text Python reads back). Anything else takes the full check.
+_PLAIN_KWARG_TYPES = (str, bool, type(None))
+_PLAIN_INT_BOUND = 1 << 63
+
+
 def frozen_target(target: Target, path: str) -> dict[str, Any]:
     """``target.to_dict()``, checked to rebuild to an equal Target.
 
     A Target's attributes can be reassigned after construction, so the path and kwargs
     are checked again here: rebuild would refuse what they could have become.
     """
-    if not isinstance(target.path, str) or not _DOTTED_PATH_RE.fullmatch(target.path):
-        raise FreezeError(
-            path,
-            f"Target path {shown(target.path)} must be a dotted import path such as 'pkg.mod.fn'",
-        )
-    too_long = trust.path_bound(target.path)
-    if too_long is not None:
-        raise FreezeError(path, too_long + ": no rebuild would accept it")
-    if not isinstance(target.kwargs, dict):
-        raise FreezeError(path, f"Target kwargs must be a dict, got {type(target.kwargs).__name__}")
-    if TARGET_KEY in target.kwargs:
+    dotted = target.path
+    if type(dotted) is not str or dotted not in _VALID_PATHS:
+        _check_target_path(dotted, path)
+    kwargs = target.kwargs
+    if not isinstance(kwargs, dict):
+        raise FreezeError(path, f"Target kwargs must be a dict, got {type(kwargs).__name__}")
+    if TARGET_KEY in kwargs:
         raise FreezeError(path, f"{TARGET_KEY!r} is reserved and cannot be a Target kwarg")
-    for name, arg in target.kwargs.items():
+    # Copied: the meta shares no container with the live plan (mutating one after freeze
+    # leaves the other as it was). Checked in kwarg order, so the first bad one is named.
+    frozen: dict[str, Any] = {TARGET_KEY: dotted}
+    for name, arg in kwargs.items():
+        kind = type(arg)
+        if type(name) is str and (
+            kind in _PLAIN_KWARG_TYPES
+            or (kind is int and -_PLAIN_INT_BOUND < arg < _PLAIN_INT_BOUND)
+        ):
+            frozen[name] = arg
+            continue
         if not isinstance(name, str):
             raise FreezeError(path, f"Target kwarg name {shown(name)} must be a str")
         check_json_value(arg, field_path(path, name))
-    # Copied: the meta shares no container with the live plan (mutating one after freeze
-    # leaves the other as it was).
-    return {
-        TARGET_KEY: target.path,
-        **{name: json_copy(arg) for name, arg in target.kwargs.items()},
-    }
+        frozen[name] = json_copy(arg)
+    return frozen
+
+
+def _check_target_path(dotted: object, path: str) -> None:
+    """FreezeError unless ``dotted`` is a dotted import path within the bounds rebuild takes;
+    a valid one is remembered."""
+    if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
+        raise FreezeError(
+            path,
+            f"Target path {shown(dotted)} must be a dotted import path such as 'pkg.mod.fn'",
+        )
+    too_long = trust.path_bound(dotted)
+    if too_long is not None:
+        raise FreezeError(path, too_long + ": no rebuild would accept it")
+    if type(dotted) is str and len(_VALID_PATHS) < _VALID_PATHS_LIMIT:
+        _VALID_PATHS.add(dotted)
 
 
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
