@@ -329,25 +329,6 @@ class Blocks:
                 checks[block.live_check] = (*checks.get(block.live_check, ()), row.key)
         return checks
 
-    def nothing_written(self, table: Table, group: str) -> str:
-        """The test that none of ``group``'s rows writes a key, for a spec (most modules
-        have no injection rule: generated freeze skips them without building one); "" where
-        a row always writes, or runs a refusal when it does not."""
-        tests = []
-        for row in table.keyed:
-            if row.group != group:
-                continue
-            block = self.by_row["freeze", table.name, row.name]
-            if not isinstance(block, FreezeBlock) or block.otherwise:
-                return ""
-            if block.condition == "value is not None":
-                tests.append(f"{block.source} is None")
-            elif block.condition == "value":
-                tests.append(f"not {block.source}")
-            else:
-                return ""
-        return " and ".join(tests)
-
     def row_names(self) -> set[str]:
         """Every keyed row's name."""
         return {name for _, _, name in self.by_row}
