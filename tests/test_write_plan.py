@@ -92,7 +92,7 @@ def common_form(plan: ShardingPlan) -> ShardingPlan:
 # ------------------------------------------------------------ drawn plans, both forms
 
 
-@settings(max_examples=max(settings.default.max_examples // 4, 10))
+@settings(max_examples=max(settings.default.max_examples // 10, 10))
 @given(st.integers(0, 2**64))
 def test_write_plan_writes_the_pairs_bytes_or_raises_its_error(seed: int) -> None:
     import tempfile
