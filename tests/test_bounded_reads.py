@@ -152,3 +152,31 @@ def test_running_out_of_memory_while_reading_is_a_meta_error_naming_the_file(
         "machine with more"
     )
     assert caught.value.__context__ is None  # the frames holding the bytes are gone
+
+
+# --------------------------------------------------------------- memory a read holds
+
+
+def test_a_read_holds_at_most_three_and_a_half_files_beyond_the_document(tmp_path: Path) -> None:
+    """What load_meta allocates besides the document it returns: the file's bytes, then the
+    proof that they are canonical (msgspec's compact encoding and its indented form, each
+    about the file's size). Not the 16 MiB a read asking for more than the file would
+    allocate to find EOF (15x a 1 MiB file), nor a third copy of the file for the newline
+    (4x)."""
+    import tracemalloc
+
+    from benchmarks.plans import llama_plan
+    from shardplan import api
+
+    path = tmp_path / "codegen_meta.json"
+    api.write_plan(llama_plan(250), path)
+    size = path.stat().st_size
+    load_meta(path)  # the caches of the first read are not the read's
+    tracemalloc.start()
+    try:
+        meta = load_meta(path)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert meta.param_plan
+    assert (peak - held) / size < 3.5

@@ -223,6 +223,17 @@ def decode(data: bytes | str) -> Any | None:
     # The decoded values are plain JSON types with stdlib float texts, so the read-back
     # check of encode() is not needed: the bytes alone decide.
     raw = _encode_compact(document)
-    if raw is None or _indent(raw) != data:
+    if raw is None:
+        return None
+    indented = msgspec.json.format(raw, indent=2)
+    del raw  # the compared copies are all the proof holds besides the input and document
+    # The input is the indented form plus the format's newline: compared in place, not by
+    # building that form with its newline (a third copy of the file at the read's peak).
+    if not (
+        len(data) == len(indented) + 1
+        and data.endswith(b"\n")
+        and data.startswith(indented)
+        and _TOO_DEEP not in indented
+    ):
         return None
     return document

@@ -178,6 +178,10 @@ _PATH_TYPES = (str, os.PathLike)
 # larger file is more likely a wrong path than an artifact.
 MAX_FILE_BYTES = 1 << 30
 
+# What load_meta asks for past the size it found (a file growing, or one that reports no
+# size, as /proc's): small, since that read finds EOF with the file read whole.
+_READ_ON = 1 << 16
+
 _KINDS = {
     stat.S_IFDIR: "a folder",
     stat.S_IFIFO: "a FIFO",
@@ -252,11 +256,13 @@ def _read_regular_file(path: Path, max_bytes: int) -> bytes:
         with open(fd, "rb", buffering=0) as file:
             found = os.fstat(fd)
             _refuse_unless_readable(path, found, max_bytes)
-            # One read gives the whole file unless it grew; then read on, up to the cap.
+            # One read gives the whole file unless it grew; then read on, up to the cap, in
+            # chunks of _READ_ON bytes: a read allocates all it asks for before it finds
+            # EOF, which every read of a file that did not grow ends with.
             parts = [file.read(found.st_size + 1)]
             size = len(parts[0])
             while parts[-1] and size <= max_bytes:
-                parts.append(file.read(min(max_bytes + 1 - size, 1 << 24)))
+                parts.append(file.read(min(max_bytes + 1 - size, _READ_ON)))
                 size += len(parts[-1])
     except MetaError:  # a ValueError too: not a NUL byte
         raise
