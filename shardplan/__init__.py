@@ -1,7 +1,8 @@
 """shardplan: the live sharding plan, its field table, and the codegen_meta.json artifact.
 
-``freeze_plan``, ``write_plan`` and ``rebuild_plan`` use the generated code. They are loaded on first
-use (docs/contract.md §12) so that ``import shardplan.table.spec`` never pays for importing torch.
+``freeze_plan``, ``write_plan`` and ``rebuild_plan`` use the generated code. They are loaded
+on first use (docs/contract.md §12) so that ``import shardplan.table.spec`` never pays for
+importing torch.
 """
 
 from __future__ import annotations

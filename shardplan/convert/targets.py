@@ -163,8 +163,8 @@ def check_json_value(value: object, path: str) -> None:
 # an input can grow.
 _VALID_PATHS: set[str] = set()
 _VALID_PATHS_LIMIT = 4096
-# The kwarg values frozen as they stand: immutable and always JSON (ints of any size
-# below 64 bits have text Python reads back). Anything else takes the full check.
+# The kwarg values frozen as they stand, immutable and always JSON: str, bool, None, and
+# ints within 64 bits (always text Python reads back). Anything else takes the full check.
 _PLAIN_KWARG_TYPES = (str, bool, type(None))
 _PLAIN_INT_BOUND = 1 << 63
 
