@@ -34,3 +34,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def repo_copy(tmp_path: Path) -> Path:
     """A fresh copy of the repository to edit and regenerate without touching the real one."""
     return copy_repo(tmp_path / "repo")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (the suite copied and run by the weekly-flow test, then the
+    multi-process launches): with two workers, a long test collected last would run alone
+    at the end while the other worker idles."""
+    weight = {"copies_the_suite": 0, "processes": 1}
+    items.sort(
+        key=lambda item: min(
+            (weight[mark.name] for mark in item.iter_markers() if mark.name in weight),
+            default=2,
+        )
+    )

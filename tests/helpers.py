@@ -63,22 +63,6 @@ def copy_repo(destination: Path) -> Path:
     return destination
 
 
-def copy_repo_with_tests(tmp_path: Path) -> Path:
-    """A copy to follow README's steps in, as a developer's checkout is: the repository's
-    parts, its tests and Makefile, and the shared fixture beside it when there is one."""
-    root = copy_repo(tmp_path / "repo")
-    for name in ("tests", "Makefile"):
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, root / name)
-    if SHARED_FIXTURES.is_dir():  # the real artifact sits beside the checkout; mirror that
-        (tmp_path / "shared").mkdir()
-        (tmp_path / "shared" / "fixtures").symlink_to(SHARED_FIXTURES)
-    return root
-
-
 def make_codegen(root: Path) -> subprocess.CompletedProcess[str]:
     """`make codegen` in ``root``, the README's recipe itself, with this interpreter's
     folder standing in for the project's venv."""
@@ -91,18 +75,8 @@ def make_codegen(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def assert_tests_pass_in(root: Path, tests: list[str]) -> None:
-    """Run ``tests`` with pytest in ``root`` (its own code and tests) and see them pass."""
-    result = run_in(
-        root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests,
-        env={"HYPOTHESIS_PROFILE": "steps"},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
-
-
 def run_in(
-    root: Path, *args: str, env: dict[str, str] | None = None
+    root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python args...`` with ``root`` as the working folder and first on the path.
 
@@ -118,7 +92,7 @@ def run_in(
         env=environ,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -295,16 +269,6 @@ def skip_if_the_plan_example_is_in_the_table() -> None:
 
     if "pipeline_stages" in {f.name for f in dataclasses.fields(ShardingPlan)}:
         pytest.skip("ShardingPlan already has pipeline_stages, README's example this test adds")
-
-
-def add_apply_decision(root: Path, table: str, name: str, why: str) -> None:
-    """README's step "say what apply_plan does with it", in ``root``: ``name`` is not an
-    apply input of ``table`` ("SPEC" or "PLAN"), for ``why``."""
-    path = root / "shardplan" / "table" / "apply_decisions.py"
-    anchor = f"{table}_DECISIONS: dict[str, tuple[str, str]] = {{\n"
-    text = path.read_text()
-    assert text.count(anchor) == 1, f"test setup: {anchor!r} moved in {path}"
-    path.write_text(text.replace(anchor, f"{anchor}    {name!r}: (NOT_APPLY_INPUT, {why!r}),\n"))
 
 
 def with_doc(row: str) -> str:

@@ -11,9 +11,9 @@ copy), which are what a developer runs.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,6 @@ from typing import Any
 import pytest
 
 from tests.helpers import (
-    add_apply_decision,
-    assert_tests_pass_in,
-    copy_repo_with_tests,
-    make_codegen,
     run_python_here,
     run_specgen_here,
     snapshot,
@@ -116,23 +112,19 @@ def _generated_texts(root: Path) -> dict[str, str]:
     return {name: (root / "generated" / name).read_text() for name in GENERATED_MODULES}
 
 
-def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
-    """(added, removed) lines of the diff, digest lines left out; asserts the digests changed."""
-    # autojunk off: in a long module, lines such as "            )" are common enough for
-    # difflib's heuristic to ignore them, and the block would be reported shifted by one.
-    old, new = before.splitlines(), after.splitlines()
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    added, removed = [], []
-    for _, i1, i2, j1, j2 in (op for op in matcher.get_opcodes() if op[0] != "equal"):
-        removed += old[i1:i2]
-        added += new[j1:j2]
-    assert [
-        line for line in removed if line.startswith(DIGEST_PREFIXES[0])
-    ], "table digest unchanged"
-    assert [line for line in added if GUARD_LINE.fullmatch(line)], "guard constant unchanged"
+def _changed_lines(before: str, after: str) -> tuple[Counter[str], Counter[str]]:
+    """(added, removed) lines, counted, digest lines left out; asserts the digests changed.
+
+    Counted, not aligned: a diff's alignment depends on the neighbours (a block of the same
+    shape nearby, a user's row, shifts it), while what was added and removed does not.
+    Where a block goes is checked on the text itself."""
+    old, new = Counter(before.splitlines()), Counter(after.splitlines())
+    added, removed = new - old, old - new
+    assert any(line.startswith(DIGEST_PREFIXES[0]) for line in removed), "table digest unchanged"
+    assert any(GUARD_LINE.fullmatch(line) for line in added), "guard constant unchanged"
     return (
-        [line for line in added if not _is_digest_line(line)],
-        [line for line in removed if not _is_digest_line(line)],
+        Counter({line: n for line, n in added.items() if not _is_digest_line(line)}),
+        Counter({line: n for line, n in removed.items() if not _is_digest_line(line)}),
     )
 
 
@@ -178,7 +170,7 @@ print(json.dumps({{
 
 def _regenerate_after_check_fails(
     root: Path, new: NewField
-) -> dict[str, tuple[list[str], list[str]]]:
+) -> dict[str, tuple[Counter[str], Counter[str]]]:
     """Add the field and row, see --check fail, regenerate, see --check pass.
 
     Returns each generated module's (added, removed) lines.
@@ -236,15 +228,15 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
 ) -> None:
     changes = _regenerate_after_check_fails(repo_copy, GRAD_SCALE)
     added, removed = changes["freeze.py"]
-    assert removed == []
-    assert added == GRAD_SCALE_FREEZE_BLOCK
+    assert not removed
+    assert added == Counter(GRAD_SCALE_FREEZE_BLOCK)
     skip_line = '                value, module_path(fqn) + ".skip_source_lowering"\n            )'
     assert (
         "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
     )
 
     added, removed = changes["rebuild.py"]
-    assert removed == []
+    assert not removed
     assert "        # grad_scale: opt_scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     assert "            grad_scale=grad_scale," in added
@@ -298,13 +290,13 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
         '                else freeze_injected(value, module_path(fqn) + ".post_hook")',
         "            )",
     ]
-    assert removed == []
-    assert added == block
+    assert not removed
+    assert added == Counter(block)
     ep_size_line = "            )"  # the end of the ep_size block: admit(..., freeze_int(...), ...)
     assert "\n".join([ep_size_line, *block]) in _generated_texts(repo_copy)["freeze.py"]
 
     added, removed = changes["rebuild.py"]
-    assert removed == []
+    assert not removed
     assert "            # post_hook: injection_target, None when absent" in added  # in `if rule:`
     assert "            post_hook = None" in added  # and in its `else:`, for modules with no rule
     assert '    "post_hook",' in added  # INJECTION_KEYS
@@ -376,60 +368,3 @@ def test_row_added_without_codegen_makes_generated_code_refuse_to_load(
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"StaleGeneratedCode: {stale_module} is stale: the field table changed" in result.stderr
     assert "Run `make codegen` and commit generated/." in result.stderr
-
-
-# ------------------------------------------------------------------- README, step by step
-
-# Two more fields, as README's steps would add them: one per crossing group, each where it
-# sits in the frozen key order. Names differ from the ones above, so those tests still apply.
-GRAD_CLIP = NewField(
-    name="grad_clip",
-    declaration="grad_clip: float | None = None",
-    after_declaration=GRAD_SCALE.after_declaration,
-    row='SpecField("grad_clip", "grad_clip", GROUP_PARAM_PLAN, "scalar", "opt_scalar", doc="Clip norm.")',
-    after_row=GRAD_SCALE.after_row,
-)
-PRE_HOOK = NewField(
-    name="pre_hook",
-    declaration="pre_hook: Injected | None = None",
-    after_declaration=POST_HOOK.after_declaration,
-    row='SpecField("pre_hook", "pre_hook", GROUP_INJECTIONS, "value_to_dict", "injection_target", doc="Runs before forward.")',
-    after_row=POST_HOOK.after_row,
-)
-
-
-def _table_sensitive_tests() -> list[str]:
-    """The tests that look at the table's shape: rows, row numbers, per-field cases."""
-    from tests.test_generator_bad_input import BAD_INPUTS
-
-    row_cases = [case for case, (_, message) in BAD_INPUTS.items() if "row" in message]
-    return [
-        "tests/test_table.py",
-        "tests/test_kinds.py",
-        "tests/test_fidelity.py::test_rebuild_of_freeze_restores_every_frozen_field",
-        "tests/test_generator_output.py::test_generated_code_matches_the_table_and_templates",
-        "tests/test_cli.py::test_table_command_prints_every_row",
-        "tests/test_apply_nd.py::test_every_row_of_both_tables_has_an_apply_decision",
-        "tests/test_generator_output.py::test_generated_code_has_one_block_per_field_in_table_order",
-        *(
-            f"tests/test_generator_bad_input.py::test_bad_input_exits_2_with_a_message_and_touches_nothing[{case}]"
-            for case in row_cases
-        ),
-    ]
-
-
-def test_readme_steps_for_two_new_fields_leave_the_table_sensitive_tests_passing(
-    tmp_path: Path,
-) -> None:
-    root = copy_repo_with_tests(tmp_path)
-    # Steps 1 and 2: the dataclass field and its row, for each new field.
-    for new in (GRAD_CLIP, PRE_HOOK):
-        _add_field_and_row(root, new)
-        # Step 3: what apply_plan does with it.
-        add_apply_decision(root, "SPEC", new.name, "a setting no apply reads")
-    # Step 4: `make codegen`, the recipe itself, with this interpreter for the project's venv.
-    make = make_codegen(root)
-    assert make.returncode == 0, make.stdout + make.stderr
-    assert "wrote generated/rebuild.py" in make.stdout
-    # `make test`, the tests that read the table, with no further edit.
-    assert_tests_pass_in(root, _table_sensitive_tests())

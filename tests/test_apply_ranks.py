@@ -58,6 +58,7 @@ def _reported(stdout: str) -> list[tuple[float, float]]:
     return list(zip(forward, grad, strict=True))
 
 
+@pytest.mark.processes
 def test_fixture_on_four_ranks_matches_one_process_and_the_ablations_do_not(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

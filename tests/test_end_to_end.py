@@ -32,6 +32,7 @@ from tests.helpers import REPO, run_in
 CONFIG = LlamaConfig(n_layers=2)
 
 
+@pytest.mark.processes
 def test_demo_shards_on_two_processes_and_matches_the_unsharded_model(tmp_path: Path) -> None:
     result = run_in(
         REPO, "-m", "shardplan.examples.demo", "--out", str(tmp_path), "--timeout", "90"

@@ -1,0 +1,97 @@
+"""The weekly flow, as a user meets it: additions made as README says ("Adding a spec
+field", "Adding a plan-level field", "A new kind") in a copy of the whole repository, then
+`make codegen`, then the suite, which must pass with no further edit.
+
+One copy holds every addition at once (the README promises each alone and all together;
+together is the harder case and costs one run): fields of every group (param_plan,
+injections, exempt, plan, a key nested in ``parallel_dims``), at the first, a middle and
+the last position of their group, with None, falsy and truthy defaults, one set after
+construction, and a new kind with a row using it. Every place an edit goes is found in the
+copy's own files (tests/additions.py), so the test also passes where the product table
+already holds a user's rows, and a name a user already took is not taken twice.
+
+Which tests run in the copy, by a rule, not by hand: all of them but the ones marked
+``processes`` (they start torch process groups to apply the example plans and the shared
+fixture; a row added as README says is "not an apply input", step 3, so those runs cannot
+see it) and the ones marked ``copies_the_suite`` (this one: it would recurse).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests import additions
+from tests.helpers import REPO, SHARED_FIXTURES, make_codegen, run_in
+
+# Outside the rule above: deselected in the copy, with the reason in this module's docstring.
+NOT_IN_THE_COPY = "not processes and not copies_the_suite"
+
+
+def copy_checkout(tmp_path: Path) -> Path:
+    """Every file git tracks in this checkout (or, outside git, every file but the venv's
+    and caches), into ``tmp_path/repo``, with the shared fixture beside it when there is one:
+    a user's checkout, README and docs included, without the 1-GB venv."""
+    root = tmp_path / "repo"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if listed.returncode == 0 and listed.stdout:
+        names = [name for name in listed.stdout.split("\0") if name]
+    else:
+        skip = {".venv", ".git", "__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache"}
+        names = [
+            p.relative_to(REPO).as_posix()
+            for p in REPO.rglob("*")
+            if p.is_file() and not skip & set(p.relative_to(REPO).parts)
+        ]
+    for name in names:
+        source = REPO / name
+        if source.is_file():  # a file deleted in the working tree is still listed
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+    if SHARED_FIXTURES.is_dir():
+        (tmp_path / "shared").mkdir()
+        (tmp_path / "shared" / "fixtures").symlink_to(SHARED_FIXTURES)
+    return root
+
+
+@pytest.mark.copies_the_suite
+def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
+    tmp_path: Path,
+) -> None:
+    root = copy_checkout(tmp_path)
+    # An exempt row has no key, so generate lists no change for it.
+    added = [
+        name
+        for name, crossing in (
+            (addition.add(root), "GROUP_EXEMPT" not in addition.row)
+            for addition in additions.EVERY_FIELD
+        )
+        if crossing
+    ]
+    kind, kind_field = additions.add_kind(root)
+    added.append(kind_field)
+
+    make = make_codegen(root)
+    assert make.returncode == 0, make.stdout + make.stderr
+    for name in added:
+        assert re.search(rf"compatible: (spec|plan) table: row added: {name} ", make.stdout), (
+            name,
+            make.stdout,
+        )
+    assert f"freeze_{kind}(" in (root / "generated" / "freeze.py").read_text()
+
+    suite = run_in(
+        root,
+        "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", NOT_IN_THE_COPY,
+        env={"HYPOTHESIS_PROFILE": "steps"},
+        timeout=600,
+    )  # fmt: skip
+    summary = suite.stdout.strip().splitlines()[-1] if suite.stdout.strip() else ""
+    assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-3000:]
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
