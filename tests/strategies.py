@@ -254,7 +254,7 @@ def _random_injected(rng: Any) -> Any:
 # The live values of each freeze kind, by a seeded Random: the one place a kind's values
 # are described for the tests. Every row draws from its freeze kind's pool, keeping the
 # values its rebuild kind reads back (is_boundary: scalar, but only booleans), so a new
-# field is drawn with no edit here, and a new kind needs its pool (test_strategies.py).
+# field is drawn with no edit here, and a new kind needs its pool (pool_of() says so).
 POOLS: dict[str, Callable[[Any], Any]] = {
     "placement_map": _random_table,
     "named_placements": _random_table,
@@ -320,12 +320,39 @@ def _reads_back(row: Any, value: Any) -> bool:
     return True
 
 
+class MissingPool(AssertionError):
+    """A row's freeze kind has no pool of live values here (a kind added without its pool)."""
+
+
+def pool_of(row: Any) -> Callable[[Any], Any]:
+    """The pool of ``row``'s freeze kind; MissingPool, naming the pool and where it goes,
+    for a kind that has none yet (README "A new kind": give it a pool)."""
+    try:
+        return POOLS[row.freeze]
+    except KeyError:
+        raise MissingPool(
+            f"tests/strategies.py: POOLS has no pool for freeze kind {row.freeze!r} "
+            f"(row {row.name}): add {row.freeze!r}: lambda r: <a live value drawn with r> "
+            "to POOLS in tests/strategies.py, as README \"A new kind\" says"
+        ) from None
+
+
+def drawn_rows() -> list[Any]:
+    """The rows whose values the strategies draw from a pool: every crossing spec row and
+    every plan-level setting (derived keys are computed; other producers' keys have their
+    own draw)."""
+    return [
+        *(row for row in SPEC_FIELDS if row.group != GROUP_EXEMPT),
+        *(row for row in PLAN_FIELDS if row.group == GROUP_PLAN),
+    ]
+
+
 def _draw_row(rng: Any, row: Any, defaults: dict[str, Any]) -> Any:
     """None (where the field's default is None, so its type admits it) or a value of the
     row's freeze kind's pool that its rebuild kind gives back."""
     if defaults[row.name] is None and rng.random() < 0.3:
         return None
-    pool = POOLS[row.freeze]
+    pool = pool_of(row)
     # A shrinking Hypothesis Random gives the same choice every time: after 20 draws, a
     # Random of our own (seeded by the row) finds a value that reads back.
     fallback = random.Random(row.name)

@@ -20,6 +20,7 @@ from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
 from shardplan.table.rows import Presence
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
+from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.helpers import replace_once, run_python_here, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
@@ -282,6 +283,8 @@ def test_an_unchanged_table_has_no_changes() -> None:
 
 # ------------------------------------------------------------------ bad declarations
 
+# Row numbers as generate names them, from the table (a user's rows may come before these).
+ROW = {row.name: number for number, row in enumerate(SPEC_FIELDS, start=1)}
 IN_DST_ROW = (
     'SpecField("in_dst", "in_dst", GROUP_PARAM_PLAN, "named_placements", "named_placements",'
 )
@@ -297,13 +300,13 @@ IN_DST_ROW = (
                 '"named_placements", "named_placements",',
                 '"named_placements", "named_placements", aliases=("in_src",),',
             ),
-            "alias: key 'in_src' is already used by row 2 (in_src)",
+            f"alias: key 'in_src' is already used by row {ROW['in_src']} (in_src)",
         ),
         (
             TABLE,
             NO_RETIRED,
             'RETIRED_KEYS: tuple[RetiredKey, ...] = (RetiredKey("params", "param_plan", "r"),)',
-            "RETIRED_KEYS[0] (params): key 'params' is already used by row 1 (params)",
+            f"RETIRED_KEYS[0] (params): key 'params' is already used by row {ROW['params']} (params)",
         ),
         (
             TABLE,
@@ -321,7 +324,7 @@ IN_DST_ROW = (
             TABLE,
             'doc="Input name -> the placement the module computes on."',
             'doc=""',
-            "table row 3 (in_dst): a row that crosses the artifact needs a one-line doc",
+            f"table row {ROW['in_dst']} (in_dst): a row that crosses the artifact needs a one-line doc",
         ),
         (
             "shardplan/convert/kinds.py",

@@ -41,10 +41,14 @@ print(json.dumps({
 
 
 def editable_install_points_here() -> bool:
+    # As import_from() runs: without PYTHONPATH, the editable install alone decides (a copy
+    # of the repository run with its own PYTHONPATH is not what the venv points at).
     probe = "import generated, sys; print(generated.__file__)"
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     found = subprocess.run(
-        [sys.executable, "-c", probe], cwd="/", capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-c", probe], cwd="/", env=environ, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
     return found.stdout.strip().startswith(str(REPO))
 
 

@@ -111,7 +111,10 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): an exempt row never crosses",
     ),
     "post_init flag missing for an init=False field": (
-        edit_table('"tuple_empty", post_init=True,', '"tuple_empty",'),
+        edit_table(
+            '"deferred_bias_params", GROUP_PARAM_PLAN,\n              "name_list", "tuple_empty", post_init=True,',
+            '"deferred_bias_params", GROUP_PARAM_PLAN,\n              "name_list", "tuple_empty",',
+        ),
         f"table row {ROW['_deferred_bias_params']} (_deferred_bias_params): post_init=False but "
         "the dataclass field has init=False",
     ),

@@ -13,6 +13,7 @@ One depth limit holds on both sides, and the reader takes in only what the write
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import random
 from pathlib import Path
@@ -116,23 +117,27 @@ def _planted(document: dict[str, Any], rng: random.Random, value: Any) -> dict[s
     return document
 
 
-BASES = [strategies.frozen_json(strategies.random_plan(seed)) for seed in range(40)]
+@functools.cache
+def bases() -> list[dict[str, Any]]:
+    """Forty drawn documents, drawn when a test first asks (not at collection, where a kind
+    without its pool would stop the whole suite instead of failing the tests that draw)."""
+    return [strategies.frozen_json(strategies.random_plan(seed)) for seed in range(40)]
 
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
 @given(
-    base=st.sampled_from(BASES),
+    index=st.integers(0, 39),
     seed=st.integers(0, 2**32),
     value=st.sampled_from(ODD_VALUES),
 )
 def test_what_strict_rebuild_accepts_freezes_back_to_the_same_bytes(
-    implementation: str, base: dict[str, Any], seed: int, value: Any
+    implementation: str, index: int, seed: int, value: Any
 ) -> None:
     """Law 1: a frozen document with a drawn value planted at a crossing key (odd scalars,
     empties, other kinds' shapes, nesting around the depth limit): if strict rebuild
     accepts it, freezing the rebuilt plan writes the document's bytes again."""
     try:
-        meta = meta_from_dict(_planted(base, random.Random(seed), value))
+        meta = meta_from_dict(_planted(bases()[index], random.Random(seed), value))
     except MetaError:
         return  # refused at load (a wrong JSON type at the top level)
     if strict_accepts(implementation, meta):

@@ -122,7 +122,11 @@ def test_the_common_form_of_drawn_plans_takes_the_fast_path(
     the common form is written without the pair's encoder, unless its file holds what the
     encoder spells otherwise (an escaped character, a float exponent)."""
     fast = 0
-    for seed in range(80):
+    # Draw until ten qualify: the more rows a table has, the more drawn plans refuse to
+    # freeze or hold an escape, so the count of seeds is not fixed.
+    for seed in range(1_000):
+        if fast == 10:
+            break
         plan = common_form(strategies.random_plan(seed))
         try:
             pair = api.meta_to_bytes(api.freeze_plan(plan))
@@ -133,7 +137,7 @@ def test_the_common_form_of_drawn_plans_takes_the_fast_path(
         assert took_the_fast_path(plan, monkeypatch, tmp_path / f"{seed}.json"), seed
         assert (tmp_path / f"{seed}.json").read_bytes() == pair
         fast += 1
-    assert fast >= 10
+    assert fast == 10
 
 
 def test_a_planners_plan_takes_the_fast_path_and_reads_back(
