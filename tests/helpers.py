@@ -260,17 +260,6 @@ def add_field(root: Path, name: str, row: str) -> None:
     insert_text(root / TABLE_FILE, FIRST_EXEMPT_ROW, f"    {with_doc(row)},\n", before=True)
 
 
-def skip_if_the_plan_example_is_in_the_table() -> None:
-    """Skip a test that adds README's plan-level example, ``pipeline_stages``, itself, in a
-    checkout whose table already has it (a user who followed the steps literally)."""
-    import dataclasses
-
-    from shardplan.table.spec import ShardingPlan
-
-    if "pipeline_stages" in {f.name for f in dataclasses.fields(ShardingPlan)}:
-        pytest.skip("ShardingPlan already has pipeline_stages, README's example this test adds")
-
-
 def with_doc(row: str) -> str:
     """``row`` with a doc, as every crossing row needs one, unless it has one or is exempt."""
     if "doc=" in row or "GROUP_EXEMPT" in row or not row.endswith(")"):

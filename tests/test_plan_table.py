@@ -10,6 +10,7 @@ interpreter imports).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -18,12 +19,12 @@ from pathlib import Path
 
 from shardplan.table.format import GROUP_DERIVED, GROUP_OTHERS, GROUP_PLAN
 from shardplan.table.plan_fields import PLAN_FIELDS
+from shardplan.table.spec import ShardingPlan
 from tests.helpers import (
     REPO,
     insert_text,
     run_python_here,
     run_specgen_here,
-    skip_if_the_plan_example_is_in_the_table,
     snapshot,
 )
 
@@ -34,9 +35,13 @@ LAST_PLAN_SETTING = "    loss_parallel: bool = False\n"
 LOSS_PARALLEL_ROW = (
     '              doc="Whether the loss is computed on vocabulary-sharded logits."),\n'
 )
-PIPELINE_FIELD = "    pipeline_stages: int = 1\n"
+# README's example name, or the next free one where a user's table already has it.
+NAME = "pipeline_stages"
+while NAME in {f.name for f in dataclasses.fields(ShardingPlan)}:
+    NAME += "_2"
+PIPELINE_FIELD = f"    {NAME}: int = 1\n"
 PIPELINE_ROW = (
-    '    SpecField("pipeline_stages", "pipeline_stages", GROUP_PLAN, "scalar", "opt_scalar",\n'
+    f'    SpecField("{NAME}", "{NAME}", GROUP_PLAN, "scalar", "opt_scalar",\n'
     '              doc="How many pipeline stages the plan was made for."),\n'
 )
 
@@ -45,19 +50,17 @@ import json, sys
 import shardplan
 from shardplan.artifact.meta import dump_meta, load_meta
 from shardplan.table.spec import ShardingPlan
-dump_meta(shardplan.freeze_plan(ShardingPlan(pipeline_stages=4)), sys.argv[1])
+dump_meta(shardplan.freeze_plan(ShardingPlan(**{sys.argv[2]: 4})), sys.argv[1])
 plan = shardplan.rebuild_plan(load_meta(sys.argv[1]))
-print(json.dumps({"stages": plan.pipeline_stages, "file": json.load(open(sys.argv[1]))}))
+print(json.dumps({"stages": getattr(plan, sys.argv[2]), "file": json.load(open(sys.argv[1]))}))
 """
 
 
 def _add_pipeline_stages_field(root: Path) -> None:
-    skip_if_the_plan_example_is_in_the_table()
     insert_text(root / SPEC, LAST_PLAN_SETTING, PIPELINE_FIELD)
 
 
 def _add_pipeline_stages_row(root: Path) -> None:
-    skip_if_the_plan_example_is_in_the_table()
     insert_text(root / PLAN_TABLE, LOSS_PARALLEL_ROW, PIPELINE_ROW)
 
 
@@ -69,7 +72,7 @@ def test_a_plan_field_without_a_row_exits_2_naming_it_and_touches_nothing(
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout
     assert (
-        "field 'pipeline_stages' of shardplan.table.spec:ShardingPlan has no table row.\n"
+        f"field '{NAME}' of shardplan.table.spec:ShardingPlan has no table row.\n"
         "  Add a SpecField row for it to shardplan/table/plan_fields.py" in result.stderr
     )
     assert "Traceback" not in result.stderr
@@ -80,7 +83,7 @@ def test_a_plan_row_without_a_field_exits_2_naming_it(repo_copy: Path) -> None:
     _add_pipeline_stages_row(repo_copy)
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2
-    assert "(pipeline_stages): the plan class has no field 'pipeline_stages'" in result.stderr
+    assert f"({NAME}): the plan class has no field '{NAME}'" in result.stderr
 
 
 def test_a_plan_field_with_its_row_crosses_the_file_and_shows_in_the_contract(
@@ -91,26 +94,28 @@ def test_a_plan_field_with_its_row_crosses_the_file_and_shows_in_the_contract(
     assert run_specgen_here(repo_copy, "check").returncode == 1  # generated/ is behind the table
     generate = run_specgen_here(repo_copy, "generate")
     assert generate.returncode == 0, generate.stderr
-    assert "compatible: plan table: row added: pipeline_stages" in generate.stdout
+    assert f"compatible: plan table: row added: {NAME}" in generate.stdout
     assert run_specgen_here(repo_copy, "check").returncode == 0
 
-    outcome = run_python_here(repo_copy, "-c", ROUND_TRIP, str(tmp_path / "codegen_meta.json"))
+    outcome = run_python_here(
+        repo_copy, "-c", ROUND_TRIP, str(tmp_path / "codegen_meta.json"), NAME
+    )
     assert outcome.returncode == 0, outcome.stderr
     crossed = json.loads(outcome.stdout)
-    assert crossed["stages"] == 4 and crossed["file"]["pipeline_stages"] == 4
+    assert crossed["stages"] == 4 and crossed["file"][NAME] == 4
 
     generated = repo_copy / "generated"
     schema = json.loads((generated / "codegen_meta.schema.json").read_text())
-    assert schema["properties"]["pipeline_stages"]["description"] == (
+    assert schema["properties"][NAME]["description"] == (
         "How many pipeline stages the plan was made for."
     )
-    assert "| `pipeline_stages` | plan |" in (generated / "fields.md").read_text()
+    assert f"| `{NAME}` | plan |" in (generated / "fields.md").read_text()
     lock = json.loads((generated / "table.lock.json").read_text())
-    assert {"key": "pipeline_stages", "name": "pipeline_stages"}.items() <= next(
-        row for row in lock["tables"]["plan"]["rows"] if row["key"] == "pipeline_stages"
+    assert {"key": NAME, "name": NAME}.items() <= next(
+        row for row in lock["tables"]["plan"]["rows"] if row["key"] == NAME
     ).items()
     meta = (generated / "meta.py").read_text()
-    assert "    pipeline_stages: str | int | float | bool | None | Unset = UNSET\n" in meta
+    assert f"    {NAME}: str | int | float | bool | None | Unset = UNSET\n" in meta
 
 
 def test_removing_a_plan_row_and_its_field_without_retiring_exits_2_naming_the_key(
