@@ -328,6 +328,35 @@ def test_a_wildcard_is_only_a_last_dot_star_segment(entry: str) -> None:
         trust.allow_list((entry,))
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["hyper_parallel._x.fn", "hyper_parallel.models._x.fn", "hyper_parallel.models.x._fn"],
+)
+def test_a_subtree_admits_no_private_segment_below_it(path: str) -> None:
+    allowed = ("hyper_parallel.*",)
+    with pytest.raises(UntrustedTarget, match="is private") as caught:
+        impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=allowed)
+    assert caught.value.path == PLACE and f'allow_targets=("{path}",)' in str(caught.value)
+    plan = impl.rebuild_live_plan_from_meta(
+        target_meta({"_target_": path}), allow_targets=(*allowed, path)
+    )
+    assert compute_fn(plan) == Target(path)
+
+
+@pytest.mark.parametrize("entry", ["my_planner._impl.*", "my_planner.models._util.*"])
+def test_a_private_subtree_entry_is_a_meta_error_naming_it_and_the_exact_entry(
+    entry: str,
+) -> None:
+    with pytest.raises(MetaError) as caught:
+        impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": "my_planner.models.fn"}), allow_targets=(entry,)
+        )
+    message = str(caught.value)
+    assert not isinstance(caught.value, UntrustedTarget)
+    assert f"allow_targets entry '{entry}' is refused" in message and "is private" in message
+    assert f'allow_targets=("{entry[:-2]}.fn",)' in message
+
+
 # ------------------------------------------------------------------ bound callables
 
 

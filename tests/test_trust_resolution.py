@@ -10,6 +10,7 @@ anything is called.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import sys
 import threading
@@ -45,6 +46,9 @@ implementation = use_both_implementations(__name__)
 def okpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An importable module ``okpkg`` re-exporting subprocess.run as ``go``, run in tmp."""
     yield from installed(tmp_path, monkeypatch, {"okpkg.py": OKPKG_SOURCE})
+
+
+# --------------------------------------------------------------- what a re-export reaches
 
 
 @pytest.mark.parametrize(
@@ -250,6 +254,111 @@ def test_torch_ops_is_not_stepped_through_under_any_entry() -> None:
         with pytest.raises(UntrustedTarget, match="ModuleType subclass"):
             compute_fn(plan)(torch.zeros(1))
     assert set(sys.modules) - before == set()
+
+
+# ------------------------------------------------- a subtree the program owns, privately
+
+MY_PLANNER = {
+    "my_planner/__init__.py": "",
+    "my_planner/models.py": (
+        "from my_planner._impl import fn as helper\n\n\n"
+        "def fn(*args, **kwargs):\n    return ('models.fn', kwargs)\n"
+    ),
+    "my_planner/_impl.py": (
+        "CALLS = []\n\n\n"
+        "def fn(*args, **kwargs):\n    CALLS.append(kwargs)\n    return ('_impl.fn', kwargs)\n"
+    ),
+}
+
+
+@pytest.fixture
+def my_planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package the program owns: my_planner.models.fn, its private helper
+    my_planner._impl.fn, and my_planner.models.helper, a public alias of the helper."""
+    yield from installed(tmp_path, monkeypatch, MY_PLANNER)
+
+
+def test_an_owned_subtree_admits_its_public_callables(my_planner: Path) -> None:
+    meta = target_meta({"_target_": "my_planner.models.fn", "k": 1})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
+    assert compute_fn(plan)("module") == ("models.fn", {"k": 1})
+
+
+def test_an_owned_subtree_refuses_its_private_helper_unless_named_exactly(
+    my_planner: Path,
+) -> None:
+    meta = target_meta({"_target_": "my_planner._impl.fn", "k": 1})
+    with pytest.raises(UntrustedTarget) as caught:
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
+    message = str(caught.value)
+    assert caught.value.path == PLACE and "'_impl' is private" in message
+    assert 'allow_targets=("my_planner._impl.fn",)' in message
+    assert "my_planner" not in sys.modules  # refused at rebuild: nothing imported
+    allowed = ("my_planner.*", "my_planner._impl.fn")
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=allowed)
+    assert compute_fn(plan)("module") == ("_impl.fn", {"k": 1})
+
+
+def test_a_public_alias_of_a_private_helper_is_refused_at_first_call(my_planner: Path) -> None:
+    meta = target_meta({"_target_": "my_planner.models.helper"})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
+    with pytest.raises(UntrustedTarget, match="private segment '_impl'") as caught:
+        compute_fn(plan)("module")
+    assert caught.value.real_name == "my_planner._impl.fn"
+    assert sys.modules["my_planner._impl"].CALLS == []
+
+
+def test_a_private_module_entry_names_one_callable_not_a_module(my_planner: Path) -> None:
+    meta = target_meta({"_target_": "my_planner._impl.fn"})
+    with pytest.raises(UntrustedTarget, match="names that one callable exactly"):
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner._impl",))
+
+
+def test_an_exact_entry_admits_a_library_callable_a_subtree_would_not() -> None:
+    import torch
+
+    meta = target_meta({"_target_": "torch.nn.functional.gelu", "approximate": "tanh"})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("torch.nn.functional.gelu",))
+    x = torch.tensor([1.0])
+    assert torch.equal(compute_fn(plan)(x), torch.nn.functional.gelu(x, approximate="tanh"))
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("torch.*",))
+    with pytest.raises(UntrustedTarget, match="private segment '_C'") as caught:
+        compute_fn(plan)(x)
+    assert caught.value.real_name == "torch._C._nn.gelu"
+
+
+# ---------------------------------------------- what the process imported before
+
+SHADOW = {
+    "shadow/__init__.py": "def tool(*args, **kwargs):\n    return 'package function'\n",
+    "shadow/tool.py": "def run(*args, **kwargs):\n    return 'submodule'\n",
+}
+
+
+@pytest.fixture
+def shadow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package whose function ``tool`` has the name of its submodule ``shadow.tool``,
+    which replaces it in the package's namespace once imported."""
+    yield from installed(tmp_path, monkeypatch, SHADOW)
+
+
+def outcome(path: str, allowed: tuple[str, ...]) -> object:
+    plan = impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=allowed)
+    try:
+        return compute_fn(plan)()
+    except UntrustedTarget as refused:
+        return refused.real_name
+
+
+@pytest.mark.parametrize("imported_first", [False, True], ids=["fresh", "submodule-imported"])
+def test_resolution_does_not_depend_on_what_the_process_imported(
+    shadow: Path, imported_first: bool
+) -> None:
+    if imported_first:
+        importlib.import_module("shadow.tool")
+    assert outcome("shadow.tool.run", ("shadow.*",)) == "submodule"
+    assert outcome("shadow.tool", ("shadow.*",)) == "shadow.tool"  # a module, not called
+    assert outcome("shadow.tool", ("shadow",)) == "shadow.tool"  # a submodule of the entry
 
 
 # ------------------------------------------------------------ the upstream artifact
