@@ -261,6 +261,7 @@ def test_torch_ops_is_not_stepped_through_under_any_entry() -> None:
 MY_PLANNER = {
     "my_planner/__init__.py": "",
     "my_planner/models.py": (
+        "from my_planner import _impl as internals\n"
         "from my_planner._impl import fn as helper\n\n\n"
         "def fn(*args, **kwargs):\n    return ('models.fn', kwargs)\n"
     ),
@@ -274,7 +275,8 @@ MY_PLANNER = {
 @pytest.fixture
 def my_planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A package the program owns: my_planner.models.fn, its private helper
-    my_planner._impl.fn, and my_planner.models.helper, a public alias of the helper."""
+    my_planner._impl.fn, and public aliases of the helper (my_planner.models.helper) and
+    of its module (my_planner.models.internals)."""
     yield from installed(tmp_path, monkeypatch, MY_PLANNER)
 
 
@@ -299,12 +301,18 @@ def test_an_owned_subtree_refuses_its_private_helper_unless_named_exactly(
     assert compute_fn(plan)("module") == ("_impl.fn", {"k": 1})
 
 
-def test_a_public_alias_of_a_private_helper_is_refused_at_first_call(my_planner: Path) -> None:
+def test_a_public_alias_of_a_private_helper_or_module_is_refused_at_first_call(
+    my_planner: Path,
+) -> None:
     meta = target_meta({"_target_": "my_planner.models.helper"})
     plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
     with pytest.raises(UntrustedTarget, match="private segment '_impl'") as caught:
         compute_fn(plan)("module")
     assert caught.value.real_name == "my_planner._impl.fn"
+    meta = target_meta({"_target_": "my_planner.models.internals.fn"})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
+    with pytest.raises(UntrustedTarget, match="'_impl' below the entry 'my_planner.[*]'"):
+        compute_fn(plan)("module")
     assert sys.modules["my_planner._impl"].CALLS == []
 
 

@@ -625,15 +625,16 @@ def _names_submodule(name: str) -> bool:
 
 
 def _untrusted_step(dotted: str, name: str, allowed: AllowList) -> _Refused:
-    private = [
-        root for root in allowed.subtrees if name.startswith(root + ".") or name == root
-    ]
-    why = (
-        f"its segment {private_segment(name[len(private[0]) + 1 :])!r} below the entry "
-        f"'{private[0]}.*' is private, and a subtree admits only public names"
-        if private
-        else f"no entry trusts it ({allowed.shown})"
-    )
+    """Why a step through ``name`` (a module's or a class's real name) is refused."""
+    why = f"no entry trusts it ({allowed.shown})"
+    for root in allowed.subtrees:
+        private = private_segment(name[len(root) + 1 :]) if name.startswith(root + ".") else None
+        if private is not None:
+            why = (
+                f"its segment {private!r} below the entry '{root}.*' is private, and a "
+                "subtree admits only public names"
+            )
+            break
     return _Refused(
         f"Target {dotted!r} steps through {name}: {why}; a re-export does not make it trusted",
         name,
