@@ -1,17 +1,24 @@
-"""Which callables an artifact may name (docs/contract.md §8).
+"""Which callables an artifact may name (docs/contract.md §8, docs/trust.md).
 
 A Target rebuilt from an artifact names a callable the trainer will import and call with
 the artifact's arguments. It is admitted only by an entry of the ``allow_targets`` the
 calling program passed (trusted code; never the artifact). An entry names what it
 trusts: ``"a.b.fn"`` that one callable, ``"a.b"`` the public callables defined in module
 ``a.b`` itself (``a.b.name``, whose real ``__module__`` is ``a.b``), ``"a.b.*"`` every
-callable below ``a.b``; a mapping ``{path: callable}`` binds a path to the program's own
-callable, and nothing is imported for it. Whatever the allow-list, a path longer than
-``MAX_PATH_LENGTH`` or ``MAX_PATH_SEGMENTS``, a dunder segment and the names in
-``ALWAYS_REFUSED`` are refused. When the Target is first resolved, its path steps only
-through plain modules and classes, read from their own ``__dict__`` (no ``__getattr__``
-or descriptor of anyone runs), and the object it reaches must be a function or a class
-whose real name is admitted too: a re-export does not make a callable trusted.
+public callable below ``a.b`` (no private ``_name`` segment below the entry); a mapping
+``{path: callable}`` binds a path to the program's own callable, and nothing is imported
+for it. A private callable is admitted only by an exact entry naming it (or a mapping):
+an entry with a private segment is only an exact name, and a subtree entry with one is
+refused. Whatever the allow-list, a path longer than ``MAX_PATH_LENGTH`` or
+``MAX_PATH_SEGMENTS``, a dunder segment and the names in ``ALWAYS_REFUSED`` are refused.
+
+When the Target is first resolved, its path steps only through plain modules and
+classes: from a package, a segment that names a submodule is that submodule, imported,
+whatever the package's namespace holds at the time (so the outcome does not depend on
+what the process imported before); any other segment is read from the module's or the
+class's own ``__dict__`` (no ``__getattr__`` or descriptor of anyone runs). The object it
+reaches must be a function or a class whose real name is admitted too: a re-export does
+not make a callable trusted.
 
 The allow-list of the rebuild in progress lives in a ``ContextVar`` (thread- and
 async-safe), set by ``begin_rebuild`` and reset by ``end_rebuild`` in a ``finally``:
@@ -22,6 +29,7 @@ Outside any rebuild the scope admits nothing.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,7 +37,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
-from shardplan.errors import UntrustedTarget, shown
+from shardplan.errors import MetaError, UntrustedTarget, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN
 
 MODULE_PREFIX_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*"
@@ -54,6 +62,7 @@ _UNPICKLES = "rebuilds arbitrary objects, calls included, from serialized data"
 _LOADS = "loads and runs code or pickles from a file, a library or the network"
 _CONFIGURES = "instantiates whatever callables its configuration names"
 _SPAWNS = "runs any command line or program it is given"
+_WRITES = "writes, creates or maps a file at a path it is given"
 _SELF = "builds or resolves Targets itself, which would bypass these checks"
 
 # os's process starters; posix and nt are where os finds them (their real module).
@@ -84,6 +93,9 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "builtins.function",
         "builtins.code",
         "numpy.testing",
+        # torch's compiler: its helpers write, compile and import the source they are given
+        # (torch._inductor.metrics._parse_kernel_fn_code, async_compile.AsyncCompile.cpp)
+        "torch._inductor",
     ),
     _IMPORTS: (
         "builtins.__import__",
@@ -138,8 +150,6 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "torch.classes.load_library",
         "torch._ops._Ops.load_library",
         "torch._classes._Classes.load_library",
-        "torch._inductor.codecache",
-        "torch._inductor.cpp_builder",
         "torch.fx.graph_module._exec_with_source",
         "torch.fx.graph_module._method_from_src",
         "torch.fx.graph_module._forward_from_src",
@@ -163,6 +173,20 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "asyncio.create_subprocess_exec",
         "asyncio.create_subprocess_shell",
         "asyncio.subprocess",
+    ),
+    _WRITES: (
+        # by their real names (numpy 2.4: memmap is a class, the others dispatchers, all
+        # with __module__ numpy), which an entry "numpy" or "torch" would admit
+        "numpy.memmap",
+        "numpy.save",
+        "numpy.savez",
+        "numpy.savez_compressed",
+        "numpy.savetxt",
+        "torch.save",
+        "torch.from_file",
+        "torch._VariableFunctionsClass.from_file",
+        "torch.export.save",
+        "torch.onnx.export",
     ),
     _SELF: ("shardplan.convert.targets", "shardplan.convert.trust"),
 }
@@ -194,6 +218,16 @@ def dunder_segment(dotted: str) -> str | None:
     return None
 
 
+def private_segment(dotted: str) -> str | None:
+    """The first segment of ``dotted`` that is private (``_name``, not a dunder), or None."""
+    if "_" not in dotted:
+        return None
+    for segment in dotted.split("."):
+        if segment.startswith("_") and not (segment.startswith("__") and segment.endswith("__")):
+            return segment
+    return None
+
+
 def path_bound(dotted: str) -> str | None:
     """Why ``dotted`` is too long to be a Target path; None if it is within the bounds."""
     if len(dotted) > MAX_PATH_LENGTH:
@@ -208,11 +242,11 @@ def path_bound(dotted: str) -> str | None:
 
 
 class AllowList:
-    """``allow_targets`` once checked: exact names (each also read as a module whose
-    public callables it admits), subtree roots, and paths bound to the program's own
-    callables."""
+    """``allow_targets`` once checked: exact names, the public modules among them (whose
+    public callables they admit too), subtree roots (all public), and paths bound to the
+    program's own callables."""
 
-    __slots__ = ("names", "subtrees", "bound", "shown")
+    __slots__ = ("names", "modules", "subtrees", "bound", "shown")
 
     def __init__(
         self,
@@ -222,6 +256,8 @@ class AllowList:
         shown: str,
     ) -> None:
         self.names = names
+        # An entry with a private segment names one callable exactly, never a module.
+        self.modules = frozenset(name for name in names if private_segment(name) is None)
         self.subtrees = subtrees
         self.bound = bound
         self.shown = shown
@@ -233,43 +269,81 @@ class AllowList:
         if dotted in self.names:
             return "exact"
         module, _, name = dotted.rpartition(".")
-        if module in self.names and not name.startswith("_"):
+        if module in self.modules and private_segment(name) is None:
             return "module"
+        if self.subtree_of(dotted) is not None:
+            return "subtree"
+        return None
+
+    def subtree_of(self, dotted: str) -> str | None:
+        """The subtree root ``dotted`` lies below with no private segment below it."""
         for root in self.subtrees:
             if dotted.startswith(root) and dotted[len(root) : len(root) + 1] == ".":
-                return "subtree"
+                if private_segment(dotted[len(root) + 1 :]) is None:
+                    return root
         return None
 
     def admits_real_name(self, module: str, name: str) -> bool:
         """Whether an object whose real ``__module__`` is ``module`` and whose real dotted
-        name is ``name`` is trusted by an entry: that exact name, its module, a subtree."""
-        if name in self.names or module in self.names:
+        name is ``name`` is trusted by an entry: that exact name, its public module (and a
+        public qualname), or a subtree it lies below with no private segment below it."""
+        if name in self.names:
             return True
-        return any(module == root or module.startswith(root + ".") for root in self.subtrees)
+        if module in self.modules and private_segment(name[len(module) + 1 :]) is None:
+            return True
+        return any(
+            (module == root or module.startswith(root + "."))
+            and private_segment(name[len(root) + 1 :]) is None
+            for root in self.subtrees
+        )
 
 
 NOTHING_ALLOWED = AllowList(frozenset(), (), {}, "allow_targets=()")
 
 
-def _check_entry_name(entry: str, shown_entry: str) -> None:
+def _entry_error(message: str) -> MetaError:
+    """An allow_targets entry that cannot be used: a MetaError (so a ValueError) at
+    rebuild, whose message names the entry."""
+    return MetaError("", message)
+
+
+def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
     if not _MODULE_PREFIX_RE.fullmatch(entry):
-        raise ValueError(
+        raise _entry_error(
             f"allow_targets entry {shown_entry} is not a dotted name such as "
             "'my_planner.models.fn', 'my_planner.models' or 'my_planner.*' (ASCII, a "
             "wildcard only as a last '.*' segment, no leading or trailing dot)"
         )
     bound = path_bound(entry)
     if bound is not None:
-        raise ValueError(f"allow_targets entry {shown_entry} would allow nothing: {bound}")
+        raise _entry_error(f"allow_targets entry {shown_entry} would allow nothing: {bound}")
     segment = dunder_segment(entry)
     if segment is not None:
-        raise ValueError(
+        raise _entry_error(
             f"allow_targets entry {entry!r} has the dunder segment {segment!r}: dunder "
             "paths are always refused, so it would allow nothing"
         )
     refused = refused_name(entry)
+    private = private_segment(entry) if subtree else None
+    if private is not None:
+        if refused is not None:
+            instead = (
+                f"; and {refused} is always refused (it {ALWAYS_REFUSED[refused]}), so no "
+                "entry admits what lies there"
+            )
+        else:
+            instead = (
+                ". Name each private callable the program trusts exactly, "
+                f'allow_targets=("{entry}.fn",), or bind its path to the program\'s own '
+                f'callable: allow_targets={{"{entry}.fn": my_callable}}'
+            )
+        raise _entry_error(
+            f"allow_targets entry {shown_entry} is refused: its segment {private!r} is "
+            "private, and a subtree trusts every callable below it, so it would reach a "
+            f"library's private internals{instead}"
+        )
     if refused is not None:
-        raise ValueError(
+        raise _entry_error(
             f"allow_targets entry {entry!r} would allow nothing: {refused} is always "
             f"refused (it {ALWAYS_REFUSED[refused]})"
         )
@@ -278,13 +352,13 @@ def _check_entry_name(entry: str, shown_entry: str) -> None:
 def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> None:
     for path, fn in mapping.items():
         if not isinstance(path, str) or not _DOTTED_PATH_RE.fullmatch(path):
-            raise ValueError(
+            raise _entry_error(
                 f"allow_targets binds {shown(path)}: a bound path must be the dotted path an "
                 "artifact names, such as 'hyper_parallel.models.x.fn'"
             )
         too_long = path_bound(path)
         if too_long is not None:
-            raise ValueError(f"allow_targets binds a path no artifact may name: {too_long}")
+            raise _entry_error(f"allow_targets binds a path no artifact may name: {too_long}")
         if not callable(fn):
             raise TypeError(
                 f"allow_targets binds {path!r} to {type(fn).__name__} {shown(fn)}: bind it "
@@ -294,7 +368,7 @@ def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> N
 
 
 def allow_list(allow_targets: object) -> AllowList:
-    """``allow_targets`` checked, or TypeError/ValueError naming the bad entry.
+    """``allow_targets`` checked, or TypeError/MetaError naming the bad entry.
 
     It is a tuple (or any iterable) of entries, each a string or a mapping
     ``{path: callable}``, or one such mapping. A bare string is refused: iterating it
@@ -332,10 +406,10 @@ def allow_list(allow_targets: object) -> AllowList:
                 "be a string such as 'my_planner.models.fn' or a mapping {path: callable}"
             )
         if item.endswith(".*"):
-            _check_entry_name(item[:-2], shown(item))
+            _check_entry_name(item[:-2], shown(item), subtree=True)
             subtrees.append(item[:-2])
         else:
-            _check_entry_name(item, shown(item))
+            _check_entry_name(item, shown(item), subtree=False)
             names.add(item)
     strings = (*sorted(names), *(f"{root}.*" for root in subtrees))
     described = f"allow_targets={strings!r}" if strings else "no string entry"
@@ -354,11 +428,25 @@ def _how_to_allow(dotted: str) -> str:
 
 def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
     if allowed is NOTHING_ALLOWED:
-        now = "no Target is allowed (allow_targets=())"
+        return f"Target {dotted!r} is not allowed: no Target is allowed (allow_targets=()). " + (
+            _how_to_allow(dotted)
+        )
+    now = f"no entry admits it ({allowed.shown})"
+    module, _, name = dotted.rpartition(".")
+    under = [root for root in allowed.subtrees if dotted.startswith(root + ".")]
+    if under:
+        private = private_segment(dotted[len(under[0]) + 1 :])
+        now += (
+            f"; the entry '{under[0]}.*' admits only public names below {under[0]}, and "
+            f"{private!r} is private: a private callable is admitted only by an exact entry"
+        )
+    elif module in allowed.names and module not in allowed.modules:
+        now += (
+            f"; the entry {module!r} has the private segment {private_segment(module)!r}, "
+            "so it names that one callable exactly, not the callables of a module"
+        )
     else:
-        now = f"no entry admits it ({allowed.shown})"
-        module, _, name = dotted.rpartition(".")
-        for entry in sorted(allowed.names):
+        for entry in sorted(allowed.modules):
             if dotted.startswith(entry + ".") and entry != module:
                 now += (
                     f"; the entry {entry!r} admits the callables defined in module {entry} "
@@ -366,7 +454,7 @@ def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
                 )
                 break
         else:
-            if module in allowed.names and name.startswith("_"):
+            if module in allowed.modules and private_segment(name) is not None:
                 now += f"; the entry {module!r} admits only the public names of {module}"
     return f"Target {dotted!r} is not allowed: {now}. {_how_to_allow(dotted)}"
 
@@ -527,34 +615,69 @@ def _import_module(module_name: str) -> Any:
         raise
 
 
+def _names_submodule(name: str) -> bool:
+    """Whether ``name`` is a submodule of its (imported) package, found without importing
+    it: imported already or not, the answer is the same."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # in sys.modules without a spec: a module all the same
+        return True
+
+
+def _untrusted_step(dotted: str, name: str, allowed: AllowList) -> _Refused:
+    """Why a step through ``name`` (a module's or a class's real name) is refused."""
+    why = f"no entry trusts it ({allowed.shown})"
+    for root in allowed.subtrees:
+        private = private_segment(name[len(root) + 1 :]) if name.startswith(root + ".") else None
+        if private is not None:
+            why = (
+                f"its segment {private!r} below the entry '{root}.*' is private, and a "
+                "subtree admits only public names"
+            )
+            break
+    return _Refused(
+        f"Target {dotted!r} steps through {name}: {why}; a re-export does not make it trusted",
+        name,
+    )
+
+
 def _walk(dotted: str, parts: list[str], grant: str | None, allowed: AllowList) -> Any:
-    """The object ``parts`` names, reached top-down: a segment is imported as a submodule
-    only from a package that does not define it (so importlib asks no module's
-    ``__getattr__``, and the parent imports do not nest), else read statically. A module
-    grant (``a.b.name``) imports exactly ``a.b`` and reads ``name`` from it. An object
-    reached by reading an attribute, not by importing the path's own module, must be a
-    plain module or class, and under a subtree grant trusted by its real name."""
+    """The object ``parts`` names, reached top-down. From the package the path has named
+    so far, a segment that names a submodule is that submodule, imported (importlib asks
+    no module's ``__getattr__``, and the parent imports do not nest): whatever the
+    package's namespace holds, so the outcome does not depend on what the process
+    imported before. Any other segment is read statically. A module grant (``a.b.name``)
+    imports exactly ``a.b`` and reads ``name`` from it, refusing a submodule of that name
+    without importing it. An object reached otherwise than by importing the path's own
+    module must be a plain module or class, and under a subtree grant trusted by its
+    real name."""
     obj = _import_module(parts[0])
     if obj is None:
         raise ImportError(f"cannot import Target path {dotted!r}: no module {parts[0]!r}")
-    imported = True
+    imported = True  # obj is the module the path names so far
     for index in range(1, len(parts)):
         attr, prefix = parts[index], ".".join(parts[: index + 1])
         module, name = _step_name(obj, dotted)
         if not imported and grant == "subtree" and not allowed.admits_real_name(module, name):
-            raise _Refused(
-                f"Target {dotted!r} steps through {name}, which no entry trusts "
-                f"({allowed.shown}): a re-export does not make it trusted",
-                name,
-            )
-        must_import = grant == "module" and index < len(parts) - 1
-        is_package = imported and type(obj) is types.ModuleType and "__path__" in vars(obj)
-        if is_package and (must_import or attr not in vars(obj)):
-            found = _import_module(prefix)
-            if found is not None:
-                obj = found
-                continue
-        if must_import:
+            raise _untrusted_step(dotted, name, allowed)
+        last = index == len(parts) - 1
+        if imported and type(obj) is types.ModuleType and "__path__" in vars(obj):
+            if grant == "module" and last:
+                if _names_submodule(prefix):
+                    raise _Refused(
+                        f"Target {dotted!r} names the submodule {prefix}, not a callable "
+                        f"defined in module {module}",
+                        prefix,
+                    )
+            else:
+                found = _import_module(prefix)
+                if found is not None:
+                    obj = found
+                    imported = type(found) is types.ModuleType and (
+                        vars(found).get("__name__") == prefix
+                    )
+                    continue
+        if grant == "module" and not last:
             raise _Refused(f"Target {dotted!r}: {prefix} is not a module", prefix)
         obj, imported = _attribute(obj, attr, dotted), False
     return obj
@@ -565,9 +688,9 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     before anything is called.
 
     The path is checked again (it may have been reassigned). A path admitted as a public
-    name of module M imports exactly M; an exact or subtree path imports its longest
-    importable module prefix. Each object stepped through must be a plain module or a
-    class, read from its own ``__dict__``; the object reached must be a function or a
+    name of module M imports exactly M; an exact or subtree path imports each segment
+    that names a submodule (_walk). Each object stepped through must be a plain module or
+    a class; the object reached must be a function or a
     class, not always refused by its real name, and, unless the program named the path
     exactly, trusted by its real name too.
     """
@@ -587,10 +710,18 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
                 name,
             )
         if grant != "exact" and not allowed.admits_real_name(module, name):
+            private = private_segment(name)
+            if private is not None and any(
+                name.startswith(entry + ".") for entry in (*allowed.modules, *allowed.subtrees)
+            ):
+                why = f"whose real name has the private segment {private!r}, which no entry "
+                why += f"but an exact one admits ({allowed.shown})"
+            else:
+                why = f"whose module {module!r} no entry trusts ({allowed.shown})"
             raise _Refused(
-                f"Target {dotted!r} resolves to {name}, whose module {module!r} no entry "
-                f"trusts ({allowed.shown}): a re-export does not make a callable trusted. "
-                f'Allow its real name ("{name}",) if you trust it, or bind the path',
+                f"Target {dotted!r} resolves to {name}, {why}: a re-export does not make a "
+                f'callable trusted. Allow the exact path ("{dotted}",) or its real name '
+                f'("{name}",) if you trust it, or bind the path',
                 name,
             )
     except _Refused as refused_step:
