@@ -288,6 +288,29 @@ def test_every_python_block_runs(
             raise AssertionError(f"{block.where()}: {type(exc).__name__}: {exc}") from exc
 
 
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_examples_import_from_the_front_door(page: Path) -> None:
+    """What a reader copies imports from ``shardplan`` itself (or the examples), never
+    from where a name happens to live today."""
+    deep = [
+        f"{block.where()}: {node.module}"
+        for block in blocks(page)
+        if block.language == "python" and not block.marker.startswith("fragment of ")
+        for node in ast.walk(ast.parse(block.code))
+        if isinstance(node, ast.ImportFrom)
+        if node.module != "shardplan" and not (node.module or "").startswith("shardplan.examples")
+    ] + [
+        f"{block.where()}: import {alias.name}"
+        for block in blocks(page)
+        if block.language == "python" and not block.marker.startswith("fragment of ")
+        for node in ast.walk(ast.parse(block.code))
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name != "shardplan"
+    ]
+    assert deep == []
+
+
 def _make_targets() -> set[str]:
     text = (REPO / "Makefile").read_text()
     return set(re.findall(r"^([\w-]+):", text, re.M))
