@@ -229,13 +229,13 @@ def test_a_macro_that_fails_to_render_exits_2_without_a_traceback(repo_copy: Pat
     refused(repo_copy, "templates/kinds.j2")
 
 
-# ------------------------------------------------------------------ README "A new kind"
+# ------------------------------------------------------------------ README "Adding a kind"
 
 
 def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing(
     tmp_path: Path,
 ) -> None:
-    """README "A new kind", followed as written in a copy, for a new field that uses it:
+    """README "Adding a kind", followed as written in a copy, for a new field that uses it:
     the kinds module (function and declarations) and the strategies' pool, then the
     field and its row, `make codegen`, and the table-sensitive tests pass unedited."""
     from tests.helpers import (
