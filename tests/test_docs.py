@@ -219,7 +219,7 @@ def blocks(page: Path) -> Iterator[Block]:
     fence = re.compile(r"^( *)```(\w*)\n(.*?)^\1```$", re.S | re.M)
     for match in fence.finditer(text):
         before = text[: match.start()].rstrip()
-        marker = re.search(r"<!-- docs-test: (.*?) ?-->$", before, re.S)
+        marker = re.search(r"<!-- docs-test: ((?:(?!-->).)*?) ?-->$", before, re.S)
         yield Block(
             page,
             text.count("\n", 0, match.start()) + 1,
