@@ -10,8 +10,9 @@
 
 How a block is run can be said in an HTML comment on the lines just before its fence:
 ``<!-- docs-test: fragment of PATH -->`` (an excerpt of PATH, which must exist: it is
-compiled, not run) or ``<!-- docs-test: needs mesh ... -->`` (run with ``model``, ``plan``
-and ``mesh``, a 1-process gloo mesh over "tp", in its namespace).
+compiled, not run), ``<!-- docs-test: needs mesh ... -->`` (run with ``model``, ``plan``
+and ``mesh``, a 1-process gloo mesh over "tp", in its namespace) or ``<!-- docs-test:
+needs artifact ... -->`` (run with ``plan``, the example plan, and ``path``, its artifact).
 """
 
 from __future__ import annotations
@@ -262,6 +263,17 @@ def mesh_namespace() -> Iterator[dict[str, Any]]:
         dist.destroy_process_group()
 
 
+def _artifact_namespace() -> dict[str, Any]:
+    """The example plan and its artifact, written in the current (the test's) folder."""
+    from shardplan.api import write_plan
+    from shardplan.examples.llama import LlamaConfig
+    from shardplan.examples.plan import tensor_parallel_plan
+
+    plan = tensor_parallel_plan(LlamaConfig())
+    write_plan(plan, "codegen_meta.json")
+    return {"plan": plan, "path": "codegen_meta.json"}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=_page_id)
 def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
@@ -280,6 +292,8 @@ def test_every_python_block_runs(
             continue
         if block.marker.startswith("needs mesh"):
             namespace.update(request.getfixturevalue("mesh_namespace"))
+        elif block.marker.startswith("needs artifact"):
+            namespace.update(_artifact_namespace())
         else:
             assert block.marker == "", f"{block.where()}: unknown marker {block.marker!r}"
         try:
