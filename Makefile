@@ -46,8 +46,9 @@ lint: $(STAMP)
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fidelity.py -p no:cacheprovider
 
-# Side-by-side timings (not part of `make test`); also writes benchmarks/results.json.
-# BENCH_ARGS="--huge --before 7b9fd47": also about 500k modules, here and at that commit.
+# Side-by-side timings (not part of `make test`): writes docs/bench-results.md (commit it)
+# and benchmarks/results.json. BENCH_ARGS="--huge --before REV": also about 500k modules,
+# here and at REV. See docs/performance.md.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 

@@ -12,7 +12,10 @@
 
 Every implementation is timed in the same process, interleaved round by round after a
 warm-up, and reported as a median, so machine noise hits all of them alike. Outputs
-are compared before anything is timed. Results go to stdout and benchmarks/results.json.
+are compared before anything is timed. Results go to stdout, benchmarks/results.json (not
+committed) and docs/bench-results.md, the tables docs/performance.md links to (committed:
+every figure the docs give comes from it). A read peak above its bound
+(benchmarks/paths.py, READ_PEAK_BOUND) makes the run exit 1.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from shardplan.staleness import check_generated
 from shardplan.table import plan_fields, spec_fields
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS_PAGE = ROOT / "docs" / "bench-results.md"
 SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds
 # Each module exposes freeze_param_plan, freeze_injections and rebuild_live_plan_from_meta.
 IMPLEMENTATIONS = {"generated": api, "reference": reference, "hand-written": handwritten}
@@ -259,16 +263,165 @@ def main() -> None:
         / 1000
     )
     results["staleness_guard_s"] = guard_s
+    # What `make codegen` and `make check` run, with this interpreter (make bench's venv).
     results["make_codegen"] = {
-        "wall_s": command_wall(["make", "-s", "codegen"]),
+        "wall_s": command_wall([sys.executable, "-m", "generator", "generate"]),
         "peak_rss_mib": generator_peak_rss_mib(),
     }
     results["make_check"] = {
-        "wall_s": command_wall(["make", "-s", "check"]),
+        "wall_s": command_wall([sys.executable, "-m", "generator", "check"]),
         "peak_rss_mib": generator_peak_rss_mib("--check"),
     }
+    results["machine"] = machine()
     report(results)
     (ROOT / "benchmarks" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    RESULTS_PAGE.write_text(results_page(results, huge=args.huge))
+    print(f"\nwrote {RESULTS_PAGE.relative_to(ROOT)}")
+    exceeded = [p for p in results["paths"]["read_peaks"] if not p["held"]]
+    if exceeded:
+        sys.exit(
+            "bench: read peak above its bound: "
+            + "; ".join(
+                f"{p['plan']}, {p['modules']} modules, {p['times_file']:.1f}x" for p in exceeded
+            )
+        )
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    import platform
+
+    import torch
+
+    return {
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.machine()}",
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+    }
+
+
+def results_page(results: dict[str, Any], *, huge: bool) -> str:
+    """docs/bench-results.md: the run's figures as Markdown tables."""
+    m = results["machine"]
+    us = lambda seconds, modules: f"{seconds / modules * 1e6:.2f}"  # noqa: E731
+    lines = [
+        "# Benchmark results",
+        "",
+        "<!-- Written by `make bench` (benchmarks/run.py). DO NOT EDIT: run `make bench` and "
+        "commit this file. -->",
+        "",
+        f"One run of `make bench`{' --huge' if huge else ''} on {m['cores']} cores "
+        f"({m['system']}, Python {m['python']}, torch {m['torch']}, CPU). Medians of "
+        "interleaved rounds, microseconds a module. [How to read them](performance.md).",
+        "",
+        "## Writing and reading an artifact",
+        "",
+        "write: `write_plan(plan, path)`; read: `rebuild_plan(load_meta(path))`; floor: the "
+        "hand-written freeze/rebuild with `json.dumps`/`json.loads`. Collector on.",
+        "",
+        "| modules | | user | floor | ratio | user, no pause | user, collector off "
+        "| floor, collector off | peak, x the file |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size in results["paths"]["sizes"]:
+        n = size["modules"]
+        for direction in ("write", "read"):
+            t = size[direction]
+            peak = size[f"{direction}_peak_bytes"]["user"] / size["artifact_bytes"]
+            lines.append(
+                f"| {n:,} | {direction} | {us(t['user'], n)} | {us(t['floor'], n)} "
+                f"| {t['user'] / t['floor']:.2f} | {us(t['user, no pause'], n)} "
+                f"| {us(t['user, collector off'], n)} | {us(t['floor, collector off'], n)} "
+                f"| {peak:.1f} |"
+            )
+    lines += [
+        "",
+        "The atomic, fsynced file write both sides pay, a module: "
+        + ", ".join(
+            f"{us(s['file_write_s']['atomic, fsynced'], s['modules'])} at {s['modules']:,}"
+            for s in results["paths"]["sizes"]
+        )
+        + ".",
+        "",
+        "## Read peak against its bound",
+        "",
+        "Peak traced memory of `rebuild_plan(load_meta(path))`, as a multiple of the file. "
+        "The bench exits 1 when a peak is not under its bound.",
+        "",
+        "| plan | modules | file, MiB | read peak, x the file | bound | |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for p in results["paths"]["read_peaks"]:
+        lines.append(
+            f"| {p['plan']} | {p['modules']:,} | {p['artifact_bytes'] / 2**20:.2f} "
+            f"| {p['times_file']:.1f} | {p['bound']} | {'held' if p['held'] else 'EXCEEDED'} |"
+        )
+    codecs = results["codecs"]
+    lines += [
+        "",
+        f"## JSON codecs, on a {codecs['artifact_bytes'] / 2**20:.1f} MiB artifact",
+        "",
+        "Each in a fresh process without torch, best of 3; peak RSS above the process's.",
+        "",
+        "| | codec | ms | peak, MiB | the format's bytes |",
+        "|---|---|---:|---:|---|",
+    ]
+    for step in ("decode", "encode"):
+        for variant, r in codecs[step].items():
+            same = {True: "yes", False: "no"}.get(r.get("same_bytes"), "")
+            lines.append(
+                f"| {step} | {variant} | {r['seconds'] * 1e3:.1f} | {r['peak_mib']:.1f} | {same} |"
+            )
+    if huge:
+        h = results["huge"]
+        lines += [
+            "",
+            f"## About 500k modules ({h['modules']:,}, {h['artifact_bytes'] / 2**20:.0f} MiB)",
+            "",
+            f"Write {h['write_s']:.1f} s. Load and rebuild, each in a fresh process:",
+            "",
+            "| tree | load, s | rebuild, s | peak RSS, MiB |",
+            "|---|---:|---:|---:|",
+        ]
+        for label in ("before", "after"):
+            if label in h:
+                r = h[label]
+                tree = "the `--before` revision" if label == "before" else "this tree"
+                lines.append(
+                    f"| {tree} | {r['load_s']:.1f} | {r['rebuild_s']:.1f} "
+                    f"| {r['peak_rss_mib']:.0f} |"
+                )
+    lines += [
+        "",
+        "## Freeze and rebuild alone",
+        "",
+        "Collector off; generated code against the table-driven reference and the hand-written "
+        "version.",
+        "",
+        "| modules | | generated, us a module | gen / reference | gen / hand-written |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for size in results["sizes"]:
+        for direction in ("freeze", "rebuild"):
+            t = size[f"{direction}_s"]
+            lines.append(
+                f"| {size['modules']:,} | {direction} | {us(t['generated'], size['modules'])} "
+                f"| {t['generated'] / t['reference']:.2f} "
+                f"| {t['generated'] / t['hand-written']:.2f} |"
+            )
+    gen, check = results["make_codegen"], results["make_check"]
+    lines += [
+        "",
+        "## The generator",
+        "",
+        f"`make codegen` {gen['wall_s']:.2f} s wall (median of 5), peak RSS "
+        f"{gen['peak_rss_mib']:.0f} MiB; `make check` {check['wall_s']:.2f} s, "
+        f"{check['peak_rss_mib']:.0f} MiB. The staleness guard: "
+        f"{results['staleness_guard_s'] * 1e6:.1f} us an import.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def report(results: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """The command line: ``specgen`` / ``python -m generator``.
 
     specgen [--root DIR] generate   write generated/ (the default when no command is given);
-                                    --allow-breaking, --new-lock: see README
+                                    --allow-breaking, --new-lock: see docs/cli.md
     specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
     specgen [--root DIR] diff       write nothing; print the diff only
     specgen [--root DIR] table      print the field tables

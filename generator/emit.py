@@ -52,7 +52,7 @@ def inputs_digest(table: Tables, config: Config) -> str:
     """sha256 over everything the output depends on: the tables, the templates, the source
     of the kinds module and of the format module, the generator's own code (its version
     and every file of it), black's version."""
-    # Every file of the templates folder: the .j2 templates and the kinds' schema fragments.
+    # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
     )

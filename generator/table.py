@@ -416,6 +416,24 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
     return problems
 
 
+def _doc_problems(doc: str) -> list[str]:
+    """What a row's doc holds that its one line of fields.md (a Markdown table row) and of
+    meta.py (a comment) cannot show: a line break ends the row, and a backslash before a
+    pipe turns the template's escape of that pipe into a cell break."""
+    problems = []
+    if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
+        problems.append(
+            f"doc {doc!r} has a line break; fields.md gives each key one table row.\n"
+            "  Write the doc on one line."
+        )
+    if "\\|" in doc:
+        problems.append(
+            f"doc {doc!r} has a backslash before a pipe, which fields.md cannot show.\n"
+            "  Drop the backslash: a plain | is escaped for the table."
+        )
+    return problems
+
+
 def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) -> list[str]:
     problems = []
     groups = form.groups[table.config.name]
@@ -467,12 +485,13 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             problems.append(
                 'the row needs a one-line doc for the field reference.\n  Set doc="...".'
             )
-        return problems
+        return problems + _doc_problems(row.doc)
     if not row.doc.strip():
         problems.append(
             "a row that crosses the artifact needs a one-line doc: the schema and the field "
             'reference show it.\n  Set doc="...".'
         )
+    problems += _doc_problems(row.doc)
     if not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
     elif row.key in form.reserved.get(row.group, {}):

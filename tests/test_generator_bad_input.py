@@ -53,6 +53,23 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         ),
         "unknown rebuild kind 'atr_list'",
     ),
+    "doc with a line break": (
+        edit_table(
+            'doc="Attributes divided by the TP degree; [] clears an inherited list."',
+            'doc="Attributes divided by the TP degree;\\n[] clears an inherited list."',
+        ),
+        f"table row {ROW['tp_divide_attrs']} (tp_divide_attrs): doc 'Attributes divided by the "
+        "TP degree;\\n[] clears an inherited list.' has a line break; fields.md gives each key "
+        "one table row.\n  Write the doc on one line.",
+    ),
+    "doc with a backslash before a pipe": (
+        edit_table(
+            'doc="Attributes divided by the TP degree; [] clears an inherited list."',
+            'doc="Attributes divided by the TP degree \\\\| [] clears an inherited list."',
+        ),
+        "(tp_divide_attrs): doc 'Attributes divided by the TP degree \\\\| [] clears an "
+        "inherited list.' has a backslash before a pipe, which fields.md cannot show.",
+    ),
     "duplicate name": (
         edit_add_row(
             'SpecField("params", "params_again", GROUP_PARAM_PLAN, "placement_map", "placement_map")'

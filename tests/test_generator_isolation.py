@@ -1,5 +1,5 @@
 """`specgen --root B` reads B's table, spec class and kinds, whichever checkout runs it
-(README "The command line"): run from inside another checkout A, with A first on
+(docs/cli.md): run from inside another checkout A, with A first on
 PYTHONPATH, or in a process that already imported A's package, it renders B from B's
 own modules or refuses with one message (exit 2) and leaves B's generated/ untouched.
 

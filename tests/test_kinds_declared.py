@@ -227,6 +227,3 @@ def test_a_macro_that_fails_to_render_exits_2_without_a_traceback(repo_copy: Pat
         "# {{ no_such_global[0] }}\n{% if b.source %}",
     )
     refused(repo_copy, "templates/kinds.j2")
-
-
-# ------------------------------------------------------------------ README "A new kind"

@@ -1,5 +1,5 @@
-"""The table lock on disk, under edits and under faults (docs/contract.md §10, README "Evolving the
-table"): an unusable lock is exit 2 with the way out, never "no lock"; `--new-lock`
+"""The table lock on disk, under edits and under faults (docs/contract.md §10,
+docs/evolving.md): an unusable lock is exit 2 with the way out, never "no lock"; `--new-lock`
 replaces it deliberately, merging both sides of a conflict and keeping both histories of
 breaks; and the lock records the meaning old artifacts depend on (each used kind's write
 condition and absent value, each retired key's group), so changing it is classified.

@@ -1,6 +1,5 @@
-"""README's examples do what README says.
-
-Real process: the snippet runs as a user would run it, a script in a fresh interpreter.
+"""README's first example runs as written, as a newcomer runs it: a script in a fresh
+interpreter, in an empty folder. (tests/test_docs.py runs every block of every page.)
 """
 
 from __future__ import annotations
@@ -15,17 +14,19 @@ from pathlib import Path
 from tests.helpers import REPO
 
 
-def _python_block_after(heading: str) -> str:
-    """The first ```python block after ``heading`` in README.md."""
+def _first_python_block() -> str:
+    """README's first ```python block: the one "Using it" shows."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index(heading) :]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, f"no python block after {heading!r}"
+    match = re.search(r"^```python\n(.*?)^```$", text, re.S | re.M)
+    assert match, "README.md has no python block"
+    assert text.rfind("\n## ", 0, match.start()) == text.index("\n## Using it"), "not in Using it"
     return match[1]
 
 
-def test_using_it_snippet_runs_as_written(tmp_path: Path) -> None:
-    (tmp_path / "snippet.py").write_text(_python_block_after("## Using it"))
+def test_the_readmes_first_python_block_runs_as_written_in_an_empty_folder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "snippet.py").write_text(_first_python_block())
     # In a fresh folder, as a user would: the artifact it writes lands there.
     result = subprocess.run(
         [sys.executable, "snippet.py"],
