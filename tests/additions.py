@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.docblocks import section_blocks
+
 SPEC_MODULE = "shardplan/table/spec.py"
 SPEC_TABLE = "shardplan/table/spec_fields.py"
 PLAN_TABLE = "shardplan/table/plan_fields.py"
@@ -184,16 +186,6 @@ LABEL_FIRST = NewField(
     'doc="A name the planner gives the module, for people reading the artifact.")',
     None,
 )
-# README's plan-level example, with its non-None default.
-PIPELINE_STAGES = NewField(
-    "ShardingPlan",
-    "pipeline_stages",
-    "int = 1",
-    'SpecField("{name}", "{name}", GROUP_PLAN, "scalar", "opt_scalar", '
-    'doc="How many pipeline stages the plan was made for.")',
-    last_of_group("GROUP_PLAN"),
-    decision="this apply runs one stage",
-)
 
 
 def kind_names(root: Path) -> set[str]:
@@ -209,50 +201,110 @@ def kind_names(root: Path) -> set[str]:
     return names
 
 
-def add_kind(root: Path, wanted: str = "int_nonzero") -> tuple[str, str]:
-    """README's "A new kind", as it says: the freeze function among the others, its record
-    in ``KINDS``, its pool in the strategies, then a field of the spec that uses it after
-    the last injections row. Returns (kind name, field name)."""
-    taken = kind_names(root)
-    kind, n = wanted, 1
-    while kind in taken or f"freeze_{kind}" in taken:
-        n += 1
-        kind = f"{wanted}_{n}"
-    path = root / KINDS_MODULE
-    text = path.read_text()
-    function = (
-        f"def freeze_{kind}(value: Any, path: str) -> int:\n"
-        '    """A non-zero int, written as it is."""\n'
-        "    if type(value) is not int or value == 0:\n"
-        '        raise FreezeError(path, f"expected a non-zero int, got {described(value)}")\n'
-        "    return value\n\n\n"
-    )
-    anchor = re.search(r"^def freeze_", text, re.M)
-    assert anchor, f"test setup: no freeze function in {KINDS_MODULE}"
-    text = text[: anchor.start()] + function + text[anchor.start() :]
-    opening = re.search(r"^KINDS: dict\[[^\n]*\] = \{\n", text, re.M)
-    assert opening, f"test setup: no KINDS literal in {KINDS_MODULE}"
-    record = (
-        f'    "{kind}": {{"reads_back": ("int",), "shows": "integer", '
-        '"schema": {"type": "integer"}, "held_as": "int"},\n'
-    )
-    path.write_text(text[: opening.end()] + record + text[opening.end() :])
-    pools = root / STRATEGIES
-    text = pools.read_text()
-    anchor_pool = "POOLS: dict[str, Callable[[Any], Any]] = {\n"
-    assert text.count(anchor_pool) == 1, f"test setup: no POOLS literal in {STRATEGIES}"
-    pools.write_text(
-        text.replace(anchor_pool, anchor_pool + f'    "{kind}": lambda r: r.randrange(1, 5),\n')
-    )
-    new = NewField(
-        "ModuleShardingSpec",
-        "warmup_steps",
-        "int | None = None",
-        'SpecField("{name}", "{name}", GROUP_INJECTIONS, "%s", "int", '  # noqa: UP031
-        'written="truthy", doc="Steps before the injection takes effect.")' % kind,
-        last_of_group("GROUP_INJECTIONS"),
-    )
-    return kind, new.add(root)
+def _fragments(root: Path, heading: str) -> list[tuple[str, str]]:
+    """(file, code) of each ``fragment of FILE`` block under README's ``## heading``."""
+    return [
+        (block.marker.removeprefix("fragment of ").split()[0], block.code)
+        for block in section_blocks(root / "README.md", heading)
+        if block.marker.startswith("fragment of ")
+    ]
+
+
+def _indented(code: str) -> str:
+    """A fragment as lines of a table or dict literal: four spaces in, a comma after."""
+    code = code.strip().removesuffix(",")
+    return "".join(f"    {line}\n" for line in (code + ",").splitlines())
+
+
+def _after_line(path: Path, pattern: str) -> int:
+    """The 1-based number of the first line of ``path`` matching ``pattern``."""
+    lines = path.read_text().splitlines()
+    found = [n for n, line in enumerate(lines, start=1) if re.search(pattern, line)]
+    assert found, f"test setup: no line of {path} matches {pattern!r}"
+    return found[0]
+
+
+@dataclass(frozen=True)
+class ReadmeSteps:
+    """One of README's worked examples ("Adding a spec field", "Adding a plan-level field",
+    "Adding a kind"), followed as it is written: each of its fragments goes into the file it
+    names, where the prose says (``after``: the row whose field and row it follows). Where
+    the copy already has README's names (a user who followed the steps literally), the
+    same steps are followed under the next free names."""
+
+    heading: str
+    cls: str
+    after: str  # the field (and row) the new field and row follow, as README's prose says
+    annotation: str = ""  # the field's type and default where the prose gives it, not a fragment
+
+    def add(self, root: Path) -> str:
+        """Follow the steps in ``root``; return the new field's name."""
+        fragments = _fragments(root, self.heading)
+        table_file, variable = TABLES[self.cls]
+        row = next(code for file, code in fragments if file == table_file)
+        wanted = re.match(r'SpecField\("(\w+)"', row.strip())
+        assert wanted, f"test setup: README's {self.heading} row names no field"
+        renames = {wanted[1]: fresh_name(root, self.cls, wanted[1])}
+        kinds = [
+            re.match(r'"(\w+)": \{', code.strip()) for f, code in fragments if f == KINDS_MODULE
+        ]
+        for kind in filter(None, kinds):
+            taken = kind_names(root)
+            renames[kind[1]] = next(
+                name
+                for name in (kind[1], *(f"{kind[1]}_{n}" for n in range(2, 99)))
+                if name not in taken and f"freeze_{name}" not in taken
+            )
+
+        def renamed(code: str) -> str:
+            for old, new in renames.items():
+                code = re.sub(rf"(?<![A-Za-z0-9]){old}\b", new, code)  # freeze_<kind> too
+            return code
+
+        name = renames[wanted[1]]
+        for file, code in fragments:
+            code = renamed(code)
+            path = root / file
+            if file == SPEC_MODULE:  # the dataclass field, after the one the prose names
+                _insert_lines(
+                    path, dict(_class_fields(root, self.cls))[self.after], f"    {code.strip()}\n"
+                )
+            elif file == table_file:  # the row, after the one the prose names
+                follow = next(
+                    r for r in rows_in(root, table_file, variable) if r.name == self.after
+                )
+                _insert_lines(path, follow.last_line, _indented(code))
+            elif file == DECISIONS:
+                table = DECISION_TABLES[self.cls]
+                _insert_lines(
+                    path, _after_line(path, rf"^{table}_DECISIONS: dict"), _indented(code)
+                )
+            elif file == KINDS_MODULE and code.lstrip().startswith("def "):  # among the functions
+                _insert_lines(
+                    path, _after_line(path, r"^def freeze_\w+\(") - 1, code.strip() + "\n\n\n"
+                )
+            elif file == KINDS_MODULE:  # a record, in KINDS
+                _insert_lines(path, _after_line(path, r"^KINDS: dict\["), _indented(code))
+            elif file == STRATEGIES:  # its pool
+                _insert_lines(path, _after_line(path, r"^POOLS: dict\["), _indented(code))
+            else:
+                raise AssertionError(f"test setup: README's {self.heading} edits {file}")
+        if not any(file == DECISIONS for file, _ in fragments):  # said in prose only
+            add_apply_decision(root, DECISION_TABLES[self.cls], name, "a setting no apply reads")
+        if self.annotation:  # the field the prose describes without a fragment
+            _insert_lines(
+                root / SPEC_MODULE,
+                dict(_class_fields(root, self.cls))[self.after],
+                f"    {name}: {self.annotation}\n",
+            )
+        return name
+
+
+README_SPEC_FIELD = ReadmeSteps("Adding a spec field", "ModuleShardingSpec", "region_dispatch")
+README_PLAN_FIELD = ReadmeSteps("Adding a plan-level field", "ShardingPlan", "loss_parallel")
+# README's kind example: its prose gives the field ("warmup_steps: int | None = None after
+# _ep_size") and its decision; the fragments give the rest.
+README_KIND = ReadmeSteps("Adding a kind", "ModuleShardingSpec", "_ep_size", "int | None = None")
 
 
 # Beyond the issue's list: the other groups and a field set after construction.
@@ -281,8 +333,9 @@ NESTED_PLAN_FLAG = NewField(
     lambda rows: rows[0],
 )
 
-ORDINARY = (FLAG_AFTER_PARAM_PLAN, COUNT_AFTER_INJECTIONS, LABEL_FIRST, PIPELINE_STAGES)
+ORDINARY = (FLAG_AFTER_PARAM_PLAN, COUNT_AFTER_INJECTIONS, LABEL_FIRST)
 EVERY_FIELD = (*ORDINARY, SCRATCH_EXEMPT, FUSED_AFTER_CONSTRUCTION, NESTED_PLAN_FLAG)
+README_STEPS = (README_SPEC_FIELD, README_PLAN_FIELD, README_KIND)
 
 __all__ = [
     "EVERY_FIELD",
@@ -290,7 +343,8 @@ __all__ = [
     "NewField",
     "Row",
     "add_apply_decision",
-    "add_kind",
+    "README_STEPS",
+    "ReadmeSteps",
     "field_names",
     "rows_in",
 ]

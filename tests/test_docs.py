@@ -21,14 +21,13 @@ import ast
 import re
 import shlex
 import subprocess
-import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.docblocks import Block, blocks
 from tests.helpers import REPO, run_specgen_here
 
 CONTRACT = REPO / "docs" / "contract.md"
@@ -201,33 +200,6 @@ def test_every_demo_option_is_in_the_cli_page() -> None:
 
 
 # ---------------------------------------------------------------- the code blocks run
-
-
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    line: int  # of the opening fence
-    language: str
-    code: str
-    marker: str  # the docs-test comment before it, or ""
-
-    def where(self) -> str:
-        return f"{_page_id(self.page)}:{self.line}"
-
-
-def blocks(page: Path) -> Iterator[Block]:
-    text = page.read_text()
-    fence = re.compile(r"^( *)```(\w*)\n(.*?)^\1```$", re.S | re.M)
-    for match in fence.finditer(text):
-        before = text[: match.start()].rstrip()
-        marker = re.search(r"<!-- docs-test: ((?:(?!-->).)*?) ?-->$", before, re.S)
-        yield Block(
-            page,
-            text.count("\n", 0, match.start()) + 1,
-            match[2],
-            textwrap.dedent(match[3]),
-            " ".join(marker[1].split()) if marker else "",
-        )
 
 
 def _compiles_as_an_excerpt(code: str) -> bool:

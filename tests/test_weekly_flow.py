@@ -7,7 +7,8 @@ together is the harder case and costs one run): fields of every group (param_pla
 injections, exempt, plan, a key nested in ``parallel_dims``), at the first, a middle and
 the last position of their group, with None, falsy and truthy defaults, one set after
 construction, and a new kind with a row using it. Every place an edit goes is found in the
-copy's own files (tests/additions.py), so the test also passes where the product table
+copy's own files (tests/additions.py), README's examples are taken from README's own
+fragments (so the steps tested are the steps written), so the test also passes where the product table
 already holds a user's rows, and a name a user already took is not taken twice.
 
 Which tests run in the copy, by a rule, not by hand: all of them but the ones marked
@@ -74,8 +75,8 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
         )
         if crossing
     ]
-    kind, kind_field = additions.add_kind(root)
-    added.append(kind_field)
+    # README's own three examples, from its fragments, as written.
+    added += [steps.add(root) for steps in additions.README_STEPS]
 
     make = make_codegen(root)
     assert make.returncode == 0, make.stdout + make.stderr
@@ -84,7 +85,11 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
             name,
             make.stdout,
         )
-    assert f"freeze_{kind}(" in (root / "generated" / "freeze.py").read_text()
+    kind_row = added[-1]
+    assert re.search(
+        rf"freeze_int_nonzero\w*\(value, module_path\(fqn\) \+ \".{kind_row}\"\)",
+        (root / "generated" / "freeze.py").read_text(),
+    ), kind_row
 
     suite = run_in(
         root,
