@@ -23,9 +23,9 @@ import sys
 from enum import IntEnum
 from pathlib import Path
 
-from generator import __version__
-from generator.config import find_root, load_config
-from generator.errors import GeneratorError
+from . import __version__
+from .config import find_root, load_config
+from .errors import GeneratorError
 
 # The codegen extra (pyproject.toml): what the commands need beyond the standard library.
 CODEGEN_EXTRA = ("jinja2", "black")
@@ -131,7 +131,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def format_table(config_root: Path) -> str:
     """Every field table as an aligned text table, with its digest."""
-    from generator.pipeline import load_validated_tables  # run() checked the codegen extra
+    from .pipeline import load_validated_tables  # run() checked the codegen extra
 
     tables = load_validated_tables(load_config(config_root))
     header = ("#", "name", "key", "group", "freeze", "rebuild", "post_init")
@@ -158,9 +158,9 @@ def _run_command(
     if command == "table":
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
-    from generator.emit import compare, write  # run() checked the codegen extra
-    from generator.evolution import LockMode
-    from generator.pipeline import generate
+    from .emit import compare, write  # run() checked the codegen extra
+    from .evolution import LockMode
+    from .pipeline import generate
 
     config = load_config(root)
     own = Path(__file__).resolve().parent.parent

@@ -26,10 +26,10 @@ import black
 from black.mode import Mode, TargetVersion
 from black.parsing import InvalidInput
 
-import generator
-from generator.config import OUTPUT_NAME, Config
-from generator.errors import GeneratorError
-from generator.table import Tables
+from . import __version__
+from .config import OUTPUT_NAME, Config
+from .errors import GeneratorError
+from .table import Tables
 
 if TYPE_CHECKING:
     from shardplan.artifact.staging import StagedFile
@@ -71,10 +71,10 @@ def inputs_digest(table: Tables, config: Config) -> str:
         "format": hashlib.sha256(
             (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
         ).hexdigest(),
-        "generator": generator.__version__,
+        "generator": __version__,
         "generator code": [
             [p.name, hashlib.sha256(p.read_bytes()).hexdigest()]
-            for p in sorted(Path(generator.__file__).parent.glob("*.py"))
+            for p in sorted(Path(__file__).parent.glob("*.py"))
         ],
         "black": BLACK_VERSION,
     }
