@@ -109,7 +109,7 @@ def test_the_installed_specgen_answers_help_without_the_codegen_extra(installed:
     checked = run_installed(installed, NO_EXTRA + main + "sys.exit(run(['check']))")
     assert checked.returncode == 2
     assert checked.stderr == (
-        "specgen: check needs the codegen extra (jinja2 is not installed): "
+        "specgen: check needs the codegen extra (black is not installed): "
         "pip install 'specgen[codegen]'\n"
     )
 
@@ -129,7 +129,7 @@ def test_a_command_without_the_codegen_extra_names_it_in_one_line(command: str) 
     )
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
-        f"specgen: {command} needs the codegen extra (jinja2 is not installed): "
+        f"specgen: {command} needs the codegen extra (black is not installed): "
         "pip install 'specgen[codegen]'\n"
     )
 
