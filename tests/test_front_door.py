@@ -68,9 +68,3 @@ def test_the_door_and_every_name_without_torch_by_nature_import_no_torch() -> No
         "print(before, 'torch' in sys.modules, 'shardplan.api' in sys.modules)"
     )
     assert fresh(probe) == "False False False"
-
-
-def test_a_name_that_needs_torch_loads_it_on_first_use() -> None:
-    # The probe above would print False for a door that loaded nothing at all.
-    probe = "import sys, shardplan; shardplan.check_fit; print('torch' in sys.modules)"
-    assert fresh(probe) == "True"
