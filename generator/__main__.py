@@ -9,6 +9,10 @@
 ``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
 ``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
 are the named ``ExitStatus`` values.
+
+Every command renders or validates through Jinja2 and black, the ``codegen`` extra; they
+are imported when a command runs, so ``specgen --help`` works where the extra is not
+installed, and a command says in one line what to install.
 """
 
 from __future__ import annotations
@@ -18,12 +22,9 @@ import sys
 from enum import IntEnum
 from pathlib import Path
 
-from generator import __version__
-from generator.config import find_root, load_config
-from generator.emit import compare, write
-from generator.errors import GeneratorError
-from generator.evolution import LockMode
-from generator.pipeline import generate, load_validated_tables
+from . import __version__
+from .config import find_root, load_config
+from .errors import GeneratorError
 
 GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
 
@@ -38,6 +39,18 @@ class ExitStatus(IntEnum):
 
 class UsageError(GeneratorError):
     """A command line that means nothing (e.g. ``specgen table --check``)."""
+
+
+def _require_codegen(command: str) -> None:
+    """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
+    try:
+        import black  # noqa: F401  (here, not at the top: `specgen --help` needs neither)
+        import jinja2  # noqa: F401
+    except ModuleNotFoundError as exc:
+        raise GeneratorError(
+            f"{command} needs the codegen extra ({exc.name} is not installed): "
+            "pip install 'specgen[codegen]'"
+        ) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,6 +128,8 @@ def _command(args: argparse.Namespace) -> str:
 
 def format_table(config_root: Path) -> str:
     """Every field table as an aligned text table, with its digest."""
+    from .pipeline import load_validated_tables  # run() checked the codegen extra
+
     tables = load_validated_tables(load_config(config_root))
     header = ("#", "name", "key", "group", "freeze", "rebuild", "post_init")
     out = []
@@ -140,6 +155,10 @@ def _run_command(
     if command == "table":
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
+    from .emit import compare, write  # run() checked the codegen extra
+    from .evolution import LockMode
+    from .pipeline import generate
+
     config = load_config(root)
     own = Path(__file__).resolve().parent.parent
     # The outputs depend on the generator's version as well as on root's tables: where they
@@ -193,6 +212,7 @@ def run(argv: list[str] | None = None) -> int:
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:
         command = _command(args)
+        _require_codegen(command)  # before the project is looked for: what to install first
         root = (args.root or find_root(Path.cwd())).resolve()
         return _run_command(
             command,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.kinds import KindFacts
-from generator.table import DERIVED, Format, Table
+from .kinds import KindFacts
+from .table import DERIVED, Format, Table
 
 SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"
 # JSON Schema's type names -> the exact Python types json.loads gives for them.

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from generator.errors import GeneratorError
-from generator.kinds import STEPS, KindFacts
-from generator.table import DERIVED, Table, Tables
+from .errors import GeneratorError
+from .kinds import STEPS, KindFacts
+from .table import DERIVED, Table, Tables
 
 # Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
 # a plan-level key the document does not hold. Imported where a block uses it.

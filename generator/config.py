@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from generator.errors import GeneratorError
+from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
 REQUIRED_KEYS = ("format", "kinds", "templates", "output", "outputs", "tables")

@@ -2,8 +2,8 @@
 
 This is the only module that touches the disk. Nothing is written until every file has
 rendered and formatted, and the write is all-or-nothing across files: every changed file
-is staged beside its target first (``generator.staging``, the artifact writer's primitive
-too), then all are renamed into place; if any step fails, the
+is staged beside its target first (``shardplan/artifact/staging.py``, the artifact writer's
+primitive too), then all are renamed into place; if any step fails, the
 staged files are removed and the files already replaced are put back, so a failure leaves
 the output folder as it was (or, if even that fails, says exactly which files changed).
 """
@@ -20,16 +20,19 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import black
 from black.mode import Mode, TargetVersion
 from black.parsing import InvalidInput
 
-import generator
-from generator import staging
-from generator.config import OUTPUT_NAME, Config
-from generator.errors import GeneratorError
-from generator.table import Tables
+from . import __version__
+from .config import OUTPUT_NAME, Config
+from .errors import GeneratorError
+from .table import Tables
+
+if TYPE_CHECKING:
+    from shardplan.artifact.staging import StagedFile
 
 MARKER = "@generated"
 FIX_COMMAND = "make codegen"
@@ -68,10 +71,10 @@ def inputs_digest(table: Tables, config: Config) -> str:
         "format": hashlib.sha256(
             (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
         ).hexdigest(),
-        "generator": generator.__version__,
+        "generator": __version__,
         "generator code": [
             [p.name, hashlib.sha256(p.read_bytes()).hexdigest()]
-            for p in sorted(Path(generator.__file__).parent.glob("*.py"))
+            for p in sorted(Path(__file__).parent.glob("*.py"))
         ],
         "black": BLACK_VERSION,
     }
@@ -315,6 +318,8 @@ class Written:
 
 
 def _remove_quietly(paths: list[Path]) -> None:
+    from shardplan.artifact import staging  # write() imported it first
+
     for path in paths:
         try:
             path.unlink(missing_ok=True)
@@ -323,7 +328,7 @@ def _remove_quietly(paths: list[Path]) -> None:
         staging.release(path)
 
 
-def _discard_quietly(staged: list[staging.StagedFile]) -> None:
+def _discard_quietly(staged: list[StagedFile]) -> None:
     for file in staged:
         try:
             file.discard()
@@ -333,6 +338,8 @@ def _discard_quietly(staged: list[staging.StagedFile]) -> None:
 
 def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder: int) -> list[str]:
     """Put back the old bytes of the files already replaced; return those that could not be."""
+    from shardplan.artifact import staging  # write() imported it first
+
     stuck = []
     for name, old in reversed(replaced):
         path = config.output / name
@@ -358,11 +365,22 @@ def write(config: Config, expected: dict[str, str]) -> Written:
 
     Unchanged files are not touched (tools watching mtimes see no change). On failure,
     raises GeneratorError naming the file and the fix, after restoring the folder. Every
-    new file is staged by ``generator.staging``, as the artifact writer stages its file: a
+    new file is staged by ``shardplan.artifact.staging``, as the artifact writer stages its file: a
     run killed at any point leaves no temporary file behind (or, killed between two system
     calls, one the next write into the folder removes).
     """
     _check_output_folder(config)
+    # The primitive is imported now, never at the generator's import: a run loads the
+    # project's own `shardplan` from the project's folder (table.py) and refuses one
+    # imported from elsewhere first, so the primitive is the project's, and the same module
+    # as its artifact writer's.
+    try:
+        from shardplan.artifact import staging
+    except ImportError as exc:
+        raise GeneratorError(
+            f"cannot import the staging primitive shardplan.artifact.staging ({exc}): run the "
+            "project's own generator (`python -m generator` in the project's folder)"
+        ) from None
     out = config.output_name
     old = {name: _current(config, name) for name in expected}
     changes = {
@@ -381,7 +399,7 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         return done
 
     staging.remove_stale_temporaries(config.output)  # what a killed run left
-    staged: dict[str, staging.StagedFile] = {}
+    staged: dict[str, StagedFile] = {}
     created = not config.output.exists()
     folder = -1
     try:
@@ -409,12 +427,14 @@ def write(config: Config, expected: dict[str, str]) -> Written:
 def _put_in_place(
     config: Config,
     old: dict[str, bytes | None],
-    staged: dict[str, staging.StagedFile],
+    staged: dict[str, StagedFile],
     orphans: list[str],
     folder: int,
 ) -> Written:
     """Rename every staged file into place, then remove the orphans; undo it all if any
     step fails."""
+    from shardplan.artifact import staging  # write() imported it first
+
     out = config.output_name
     # Orphans are moved aside (not deleted) until every file is in place, so they can be
     # put back too; under a temporary name, so a killed run's are removed by the next run.

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.config import Config
-from generator.errors import GeneratorError
-from generator.table import Table, Tables
+from .config import Config
+from .errors import GeneratorError
+from .table import Table, Tables
 
 LOCK_NAME = "table.lock.json"
 COMPATIBLE, BYTES, BREAKING = "compatible", "changes the bytes freeze writes", "breaking"

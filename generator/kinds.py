@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from generator.errors import GeneratorError
+from .errors import GeneratorError
 
 STEPS = ("freeze", "rebuild")
 NAMES = {"freeze": "FREEZE_NAMES", "rebuild": "REBUILD_NAMES"}

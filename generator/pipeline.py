@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from generator.blocks import Blocks, check_name_clashes, make_blocks
-from generator.config import Config
-from generator.emit import build_outputs, check_formatter
-from generator.evolution import Changes, LockMode, lock_of, settle
-from generator.kinds import KindFacts, read_kinds
-from generator.render import make_environment, render_all
-from generator.table import Format, LoadedTable, Tables, load_format, load_tables, validate
+from .blocks import Blocks, check_name_clashes, make_blocks
+from .config import Config
+from .emit import build_outputs, check_formatter
+from .evolution import Changes, LockMode, lock_of, settle
+from .kinds import KindFacts, read_kinds
+from .render import make_environment, render_all
+from .table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
 def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:

@@ -15,12 +15,12 @@ from typing import Any
 
 import jinja2
 
-from generator.artifact_schema import schema_globals
-from generator.blocks import Blocks
-from generator.config import Config
-from generator.errors import GeneratorError
-from generator.kinds import KindFacts
-from generator.table import Format, Tables
+from .artifact_schema import schema_globals
+from .blocks import Blocks
+from .config import Config
+from .errors import GeneratorError
+from .kinds import KindFacts
+from .table import Format, Tables
 
 KINDS_TEMPLATE = "kinds.j2"
 TEMPLATE_SUFFIX = ".j2"

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from generator.config import Config, TableConfig
-from generator.errors import GeneratorError
-from generator.kinds import STEPS, KindFacts
+from .config import Config, TableConfig
+from .errors import GeneratorError
+from .kinds import STEPS, KindFacts
 
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"

@@ -1,23 +1,60 @@
 """shardplan: the live sharding plan, its field table, and the codegen_meta.json artifact.
 
-``freeze_plan``, ``write_plan`` and ``rebuild_plan`` use the generated code. They are loaded
-on first use (docs/contract.md §12) so that ``import shardplan.table.spec`` never pays for
-importing torch.
+The names a user needs are here, each loaded from its module on first use (docs/contract.md
+§12): ``import shardplan`` imports nothing else, and a name costs only what its module
+does. The artifact's reading and writing (``load_meta``, ``dump_meta``), the plan's data
+classes and the errors never import torch; ``freeze_plan``, ``rebuild_plan`` and
+``write_plan`` (the generated code) and ``apply_plan`` and ``check_fit`` do.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from shardplan.api import freeze_plan, rebuild_plan, write_plan
+if TYPE_CHECKING:  # the names as type checkers see them ("as": they are re-exported)
+    from shardplan.api import freeze_plan as freeze_plan
+    from shardplan.api import rebuild_plan as rebuild_plan
+    from shardplan.api import write_plan as write_plan
+    from shardplan.artifact.meta import dump_meta as dump_meta
+    from shardplan.artifact.meta import load_meta as load_meta
+    from shardplan.convert.targets import Target as Target
+    from shardplan.errors import ApplyError as ApplyError
+    from shardplan.errors import FreezeError as FreezeError
+    from shardplan.errors import MetaError as MetaError
+    from shardplan.parallelize.apply import apply_plan as apply_plan
+    from shardplan.parallelize.fit import check_fit as check_fit
+    from shardplan.table.spec import ModuleShardingSpec as ModuleShardingSpec
+    from shardplan.table.spec import ShardingPlan as ShardingPlan
 
-__all__ = ["freeze_plan", "rebuild_plan", "write_plan"]
+# Each public name and the module that defines it: the one place the front door is kept.
+_HOMES = {
+    "freeze_plan": "shardplan.api",
+    "rebuild_plan": "shardplan.api",
+    "write_plan": "shardplan.api",
+    "load_meta": "shardplan.artifact.meta",
+    "dump_meta": "shardplan.artifact.meta",
+    "apply_plan": "shardplan.parallelize.apply",
+    "check_fit": "shardplan.parallelize.fit",
+    "Target": "shardplan.convert.targets",
+    "ModuleShardingSpec": "shardplan.table.spec",
+    "ShardingPlan": "shardplan.table.spec",
+    "MetaError": "shardplan.errors",
+    "FreezeError": "shardplan.errors",
+    "ApplyError": "shardplan.errors",
+}
+
+__all__ = list(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from shardplan import api
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'shardplan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next access is a plain attribute lookup
+    return value
 
-        return getattr(api, name)
-    raise AttributeError(f"module 'shardplan' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -12,21 +12,26 @@ they exist, so a missing one is reported at once with the command that makes it.
 
 from __future__ import annotations
 
-from shardplan.staleness import require_generated
+from typing import TYPE_CHECKING
 
-GENERATED_MODULES = ("generated.meta", "generated.freeze", "generated.rebuild")
+from shardplan.staleness import generated_modules
 
-for _name in GENERATED_MODULES:
-    require_generated(_name)
+if TYPE_CHECKING:
+    from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
+    from generated.freeze import freeze_plan as _freeze_plan
+    from generated.meta import CodegenMeta
+    from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
+else:  # under the generated package's name here: see shardplan.staleness
+    _meta, _freeze, _rebuild = generated_modules("meta", "freeze", "rebuild")
+    CodegenMeta = _meta.CodegenMeta
+    freeze_for_writing, _freeze_plan = _freeze.freeze_for_writing, _freeze.freeze_plan
+    freeze_injections, freeze_param_plan = _freeze.freeze_injections, _freeze.freeze_param_plan
+    _generated_rebuild = _rebuild.rebuild_live_plan_from_meta
 
 # After the check on purpose: these imports are the expensive part.
 import os
 from pathlib import Path
 
-from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
-from generated.freeze import freeze_plan as _freeze_plan
-from generated.meta import CodegenMeta
-from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.meta import meta_to_bytes

@@ -1,9 +1,14 @@
-"""Errors of the artifact boundary. Both name the place in the data they refer to."""
+"""Errors of the artifact boundary and of applying a plan. Each names the place in the data
+it refers to."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shardplan.parallelize.fit import Finding
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -98,6 +103,18 @@ class FreezeError(PlanError):
 
     ``path`` names the place in the plan, e.g. ``modules["lm_head"].params["weight"]["tp"]``.
     """
+
+
+class ApplyError(ValueError):
+    """The plan does not fit the model or the mesh; the message names the place.
+
+    ``findings`` holds ``check_fit``'s findings when it was the one to refuse. Defined here,
+    beside the other errors, so that catching it imports no torch.
+    """
+
+    def __init__(self, message: str, findings: list[Finding] | None = None) -> None:
+        super().__init__(message)
+        self.findings = list(findings or [])
 
 
 class ArtifactWriteError(OSError):

@@ -13,6 +13,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from pathlib import Path
+from types import ModuleType
+
+# The generated package's two names. In a checkout it is the folder generated/ beside
+# shardplan/, imported as `generated`; installed, it is shardplan/_generated (pyproject.toml
+# maps the folder there), so the distribution installs no top-level `generated` package
+# that could collide with another project's. Generated modules import each other relatively.
+CHECKOUT_NAME = "generated"
+INSTALLED_NAME = "shardplan._generated"
 
 
 class StaleGeneratedCode(ImportError):
@@ -34,6 +42,34 @@ def check_generated(module_file: str, digests: dict[str, str]) -> None:
             )
 
 
+def generated_package() -> str:
+    """The import name of the generated code this ``shardplan`` runs with.
+
+    Installed from a wheel: ``shardplan._generated``. A checkout: ``generated``, from the
+    folder beside shardplan/ (what its tests and `make` import). An editable install run
+    where the checkout is not on the path: ``shardplan._generated``, which the install maps
+    to the same folder. Anything else is ``generated``, for ``require_generated`` to report.
+    """
+    here = Path(__file__).resolve().parent
+    if (here / "_generated").is_dir():
+        return INSTALLED_NAME
+    if _loaded_from(CHECKOUT_NAME) == (here.parent / CHECKOUT_NAME).resolve():
+        return CHECKOUT_NAME
+    if _loaded_from(INSTALLED_NAME) is not None:
+        return INSTALLED_NAME
+    return CHECKOUT_NAME
+
+
+def generated_modules(*names: str) -> tuple[ModuleType, ...]:
+    """Import the generated modules ``names`` (``meta``, ``freeze``, ``rebuild``) under the
+    package's name here (``generated_package``): each is checked by ``require_generated``
+    before any is imported, since importing one may load torch (seconds)."""
+    package = generated_package()
+    for name in names:
+        require_generated(f"{package}.{name}")
+    return tuple(importlib.import_module(f"{package}.{name}") for name in names)
+
+
 def require_generated(name: str) -> None:
     """Raise MissingGeneratedCode naming the generated module ``name`` if it does not exist
     in this checkout: the folder the ``shardplan`` package was imported from.
@@ -43,9 +79,12 @@ def require_generated(name: str) -> None:
     otherwise load that checkout's generated code without a word. Folders are compared
     resolved.
     """
-    folder = (Path(__file__).resolve().parents[1] / "generated").resolve()
-    file = f"{name.replace('.', '/')}.py"
-    for module in ("generated", name):  # the package first: another's is never run
+    package = name.rpartition(".")[0]
+    here = Path(__file__).resolve().parent
+    inside = here / "_generated"
+    folder = inside if inside.is_dir() else (here.parent / CHECKOUT_NAME).resolve()
+    file = f"{CHECKOUT_NAME}/{name.rpartition('.')[2]}.py"  # as the repository names it
+    for module in (package, name):  # the package first: another's is never run
         found = _loaded_from(module)
         if found is None:
             raise MissingGeneratedCode(

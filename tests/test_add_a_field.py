@@ -356,7 +356,7 @@ def test_dataclass_field_without_a_row_exits_2_naming_it_and_touches_nothing(
     ("code", "stale_module"),
     [
         ("import generated.rebuild", "generated/rebuild.py"),
-        ("import shardplan; shardplan.freeze_plan", "generated/freeze.py"),
+        ("import shardplan; shardplan.freeze_plan", "generated/meta.py"),
     ],
     ids=["import-generated", "shardplan-freeze_plan"],
 )

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from generator import staging
+from shardplan.artifact import staging
 from shardplan.artifact.meta import CodegenMeta, dump_meta, meta_to_bytes
 from shardplan.errors import ArtifactWriteError
 from tests.helpers import REPO

@@ -375,7 +375,7 @@ def test_a_generator_run_killed_at_random_points_leaves_only_whole_outputs(
 ) -> None:
     """Each of 6 writer processes is killed with SIGKILL at a random moment. After each,
     every output holds one whole version and nothing else is in the folder, but for the
-    one exception of the artifact writer too (generator.staging): a kill between linking a
+    one exception of the artifact writer too (shardplan.artifact.staging): a kill between linking a
     staged file and renaming it leaves that short name, which the next run removes."""
     import hashlib
     import random
@@ -422,10 +422,23 @@ def test_the_next_run_removes_what_a_killed_run_left(repo_copy: Path) -> None:
     assert not left.exists()
 
 
-def test_the_generators_staging_is_the_artifact_writers() -> None:
-    from shardplan.artifact import atomic
+def test_the_generators_staging_is_the_artifact_writers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One primitive: the generator stages its files with the artifact writer's module."""
+    from shardplan.artifact import atomic, staging
 
-    assert atomic.staging is emit.staging
+    real, folders = staging.stage, []
+
+    def spy(folder: Path, *rest: Any) -> staging.StagedFile:
+        folders.append(folder)
+        return real(folder, *rest)
+
+    monkeypatch.setattr(atomic.staging, "stage", spy)
+    config = emit.Config(tmp_path, (), "", "", tmp_path, tmp_path / "out", ("a.txt",), "")
+    emit.write(config, {"a.txt": "new\n"})
+    assert folders == [tmp_path / "out"]
+    assert (tmp_path / "out" / "a.txt").read_text() == "new\n"
 
 
 _OUT: dict[str, Any] = {"capture_output": True, "text": True, "check": True}

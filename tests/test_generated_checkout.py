@@ -34,7 +34,9 @@ import shardplan
 print(json.dumps({
     "error": error,
     "shardplan": shardplan.__file__,
-    "rebuild": getattr(sys.modules.get("generated.rebuild"), "__file__", None),
+    # under either name of the generated package (shardplan.staleness)
+    "rebuild": next((module.__file__ for name, module in sys.modules.items()
+                     if name in ("generated.rebuild", "shardplan._generated.rebuild")), None),
     "torch_imported": "torch" in sys.modules,
 }))
 """
@@ -42,8 +44,9 @@ print(json.dumps({
 
 def editable_install_points_here() -> bool:
     # As import_from() runs: without PYTHONPATH, the editable install alone decides (a copy
-    # of the repository run with its own PYTHONPATH is not what the venv points at).
-    probe = "import generated, sys; print(generated.__file__)"
+    # of the repository run with its own PYTHONPATH is not what the venv points at). The
+    # editable install maps the folder generated/ to shardplan._generated (pyproject.toml).
+    probe = "import shardplan._generated as g; print(g.__file__)"
     environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     found = subprocess.run(
         [sys.executable, "-c", probe], cwd="/", env=environ, capture_output=True, text=True,
@@ -88,11 +91,10 @@ def test_a_module_missing_in_the_other_checkout_is_not_loaded_from_this_one(
 ) -> None:
     (other_checkout / removed).unlink()
     outcome = import_from(other_checkout)
-    folder = (other_checkout / "generated").resolve()
+    # Its package is there, under the checkout's name: nothing maps that name to this one.
     assert outcome["error"] == (
-        f"MissingGeneratedCode: {removed} is missing in {folder.parent}, the checkout "
-        f"shardplan was imported from: Python would load the one in {REPO / 'generated'} "
-        f"instead.\n  Run `make codegen` in {folder.parent} and commit generated/."
+        f"MissingGeneratedCode: {removed} is missing: the generated code was never generated "
+        "here, or was deleted.\n  Run `make codegen` and commit generated/."
     )
     assert outcome["rebuild"] is None and not outcome["torch_imported"]
 

@@ -125,7 +125,8 @@ def test_the_venvs_editable_install_of_this_checkout_renders_b_from_bs_table(
     environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     before = snapshot(b / "generated")
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "--root", str(b), "check"],
+        # Outside any checkout the editable install's name is the installed one (pyproject.toml).
+        [sys.executable, "-m", "specgen.generator", "--root", str(b), "check"],
         cwd="/",
         env=environ,
         capture_output=True,

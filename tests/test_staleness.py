@@ -60,7 +60,7 @@ def _probe_import(root: Path, code: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("code", "stale_module"),
     [
-        ("import shardplan; shardplan.rebuild_plan", "generated/freeze.py"),
+        ("import shardplan; shardplan.rebuild_plan", "generated/meta.py"),
         ("import generated.rebuild", "generated/rebuild.py"),
     ],
 )

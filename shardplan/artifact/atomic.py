@@ -1,7 +1,7 @@
 """Atomic file writes: readers see the old bytes or the new ones, never a torn file.
 
-The bytes are staged beside the target and renamed over it by ``generator.staging``, the
-one staging primitive this writer and the generator's share (standard library only): see
+The bytes are staged beside the target and renamed over it by ``staging.py``, the one
+staging primitive this writer and the generator share (standard library only): see
 there how a writer killed at any point (``kill -9`` included) leaves no temporary file
 behind, and how the next write into the folder removes what a kill between two system
 calls can leave. This module adds what an artifact's path asks: a symlink is followed,
@@ -16,7 +16,7 @@ import os
 import stat
 from pathlib import Path
 
-from generator import staging
+from shardplan.artifact import staging
 from shardplan.errors import ArtifactWriteError
 
 _KINDS = {

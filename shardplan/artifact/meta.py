@@ -18,19 +18,23 @@ import os
 import stat
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, check_argument, described, json_type, key_path
-from shardplan.staleness import require_generated
+from shardplan.staleness import generated_modules
 
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
-require_generated("generated.meta")
-from generated.meta import RENAMED, CodegenMeta, check_meta, document_of  # noqa: E402
+if TYPE_CHECKING:
+    from generated.meta import RENAMED, CodegenMeta, check_meta, document_of
+else:
+    (_generated,) = generated_modules("meta")
+    RENAMED, CodegenMeta = _generated.RENAMED, _generated.CodegenMeta
+    check_meta, document_of = _generated.check_meta, _generated.document_of
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
 

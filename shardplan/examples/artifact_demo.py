@@ -47,7 +47,7 @@ class Case:
 
 def rebuild(path: str | Path) -> Any:
     import shardplan
-    from shardplan.artifact.meta import load_meta
+    from shardplan import load_meta
     from shardplan.examples.qwen3_moe_parallel import IMPLEMENTATIONS
 
     # The fixture's two Targets are bound to this project's implementations (a mapping in
@@ -116,8 +116,8 @@ def worker(rank: int, world: int, port: int, out: Path) -> None:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
+    from shardplan import apply_plan
     from shardplan.examples.qwen3_moe_parallel import IMPLEMENTATIONS
-    from shardplan.parallelize.apply import apply_plan
     from shardplan.parallelize.engine import full_tensor, parameter_layouts, sub_mesh
 
     cases = [Case(**c) for c in json.loads((out / CASES_FILE).read_text())["cases"]]
@@ -179,8 +179,7 @@ def worker(rank: int, world: int, port: int, out: Path) -> None:
 
 def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
     """Check, prepare, run the ranks, report. Returns the exit status (0, 1, or 2: no fit)."""
-    from shardplan.errors import MetaError
-    from shardplan.parallelize.fit import check_fit
+    from shardplan import MetaError, check_fit
 
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

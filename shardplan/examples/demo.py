@@ -38,7 +38,7 @@ def _free_port() -> int:
 def prepare(out: Path, layers: int) -> dict[str, Any]:
     """Build model and plan, freeze the plan, write the artifact and the model; returns facts."""
     import shardplan
-    from shardplan.artifact.meta import dump_meta
+    from shardplan import dump_meta
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
     from shardplan.examples.plan import tensor_parallel_plan
 
@@ -69,9 +69,9 @@ def worker(rank: int, port: int, out: Path) -> None:
     from torch.distributed.tensor import DTensor, Replicate, Shard
 
     import shardplan
-    from shardplan.artifact.meta import load_meta
+    from shardplan import apply_plan, load_meta
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
-    from shardplan.parallelize.apply import apply_plan, planned_placements
+    from shardplan.parallelize.apply import planned_placements
 
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD_SIZE

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 
+from shardplan import ModuleShardingSpec, ShardingPlan
 from shardplan.examples.llama import LlamaConfig
-from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 TP = "tp"
 R: dict[str, Placement] = {TP: Replicate()}

@@ -32,21 +32,11 @@ from torch.distributed.tensor.parallel import (
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.convert.placements import axis_name, placement_to_string
+from shardplan.errors import ApplyError
 from shardplan.parallelize.engine import Engine, sub_mesh
-from shardplan.parallelize.fit import Finding, check_fit, fit_message
+from shardplan.parallelize.fit import check_fit, fit_message
 from shardplan.parallelize.layout import MeshShape, active_shape
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
-
-
-class ApplyError(ValueError):
-    """The plan does not fit the model or the mesh; the message names the place.
-
-    ``findings`` holds ``check_fit``'s findings when it was the one to refuse.
-    """
-
-    def __init__(self, message: str, findings: list[Finding] | None = None) -> None:
-        super().__init__(message)
-        self.findings = list(findings or [])
 
 
 def resolve_placements(

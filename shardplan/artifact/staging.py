@@ -1,5 +1,5 @@
 """Staging new bytes beside a file, then putting them in place: the one write contract of
-the generator (``generator/emit.py``) and the artifact writer (``shardplan/artifact/atomic.py``).
+the artifact writer (``shardplan/artifact/atomic.py``) and the generator (``generator/emit.py``).
 
 A staged file is written and synced before anything else happens; putting it in place is
 a rename over the target, so readers see the old bytes or the new ones, never a torn file.
@@ -19,9 +19,9 @@ it from before it has a name. ``remove_stale_temporaries`` removes such files in
 whose lock is free and whose writer process is gone; both writers call it before they
 write, so what a killed writer left lives until the next write into that folder.
 
-Standard library only: the generator imports this module (it never imports ``shardplan``,
-whose modules it loads from the project it renders), and so does the artifact writer,
-which the runtime imports without the generator's dependencies.
+Standard library only, and nothing of ``shardplan`` but its package: the runtime imports it
+without the generator's dependencies, and the generator imports it when it writes, after it
+has loaded the project's own ``shardplan`` from the project it renders.
 """
 
 from __future__ import annotations
