@@ -1,6 +1,7 @@
 """A kind is one record (issue 23): its entry in KINDS, beside its functions
-``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the seed's kind
-names are a record plus the presence the name implies (FREEZE_NAMES, REBUILD_NAMES). The
+``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the kind names
+rows use are one mapping (KIND_NAMES): for each step a name serves, a record plus the write
+condition (freeze) or absent value (rebuild) it says. The
 templates only print the blocks the generator decides. A kind cannot be half-added: each
 missing piece, and a row naming such a kind, exits 2 naming what is missing, and leaves
 generated/ as it was.
@@ -33,6 +34,8 @@ RECORD = (
     '"int_nonzero": {"reads_back": ("int",), "shows": "integer", '
     '"schema": {"type": "integer"}, "held_as": "int"}'
 )
+# The new kind's name: what a row naming it means, for the one step it serves.
+NAME = '"int_nonzero": {"freeze": ("int_nonzero", "truthy")}'
 EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
 
 
@@ -54,9 +57,9 @@ def append(root: Path, relative: str, text: str) -> None:
 replace = replace_once
 
 
-def freeze_ep_size_with_int_nonzero(root: Path, written: str = 'written="truthy", ') -> None:
-    """The table's _ep_size row, frozen by the new record int_nonzero, its presence said
-    on the row (a record's own name has no preset)."""
+def freeze_ep_size_with_int_nonzero(root: Path, written: str = "") -> None:
+    """The table's _ep_size row, frozen by the new kind name int_nonzero (its presence the
+    name's, unless ``written`` says the row's own)."""
     new = EP_SIZE_ROW.replace(
         '"int_truthy", "int_truthy",', f'"int_nonzero", "int_truthy", {written}'
     )
@@ -90,10 +93,55 @@ def test_a_record_missing_a_field_exits_2(repo_copy: Path) -> None:
 
 
 def test_a_name_whose_record_does_not_exist_exits_2(repo_copy: Path) -> None:
-    declare(repo_copy, "FREEZE_NAMES", '"int_nonzero": ("int_nonzero", "truthy")')
+    declare(repo_copy, "KIND_NAMES", NAME)
     refused(
-        repo_copy, "FREEZE_NAMES['int_nonzero']: record 'int_nonzero' has no freeze_int_nonzero"
+        repo_copy,
+        "KIND_NAMES['int_nonzero']['freeze']: record 'int_nonzero' has no freeze_int_nonzero",
     )
+
+
+def test_a_record_no_kind_name_stands_for_exits_2(repo_copy: Path) -> None:
+    """Rows use only the names: a record none of them stands for could never be used."""
+    append(repo_copy, KINDS, FUNCTION)
+    declare(repo_copy, "KINDS", RECORD)
+    refused(repo_copy, "KINDS['int_nonzero'] has no kind name: name it in KIND_NAMES")
+
+
+def test_a_record_name_is_no_kind_name_a_row_may_use(repo_copy: Path) -> None:
+    """One vocabulary: a row naming a record ('names') rather than a kind name is refused,
+    listing the names."""
+    replace(repo_copy, TABLE, '"attr_list", "attr_list",', '"names", "attr_list",')
+    refused(repo_copy, "unknown freeze kind 'names'", "Known kinds: attr_list, bool,")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            '"int_nonzero": {"freeze": ("int", "")}',
+            "KIND_NAMES['int_nonzero']['freeze']: the write condition must be one of",
+        ),
+        (
+            '"int_nonzero": {"freeze": ("int",)}',
+            "KIND_NAMES['int_nonzero']['freeze'] must be (record, presence), two strings",
+        ),
+        (
+            '"int_nonzero": {"read": ("int", "")}',
+            'KIND_NAMES[\'int_nonzero\'] must be {"freeze": (record, written), "rebuild"',
+        ),
+        (
+            '"int_nonzero": {"rebuild": ("int", "zero")}',
+            "KIND_NAMES['int_nonzero']['rebuild']: the absent value 'zero' is not a Python literal",
+        ),
+    ],
+    ids=["no-write-condition", "no-presence", "no-step", "absent-not-a-literal"],
+)
+def test_a_kind_name_that_does_not_say_its_meaning_exits_2(
+    repo_copy: Path, name: str, message: str
+) -> None:
+    """Every write condition is explicit: no name leaves it to a default."""
+    declare(repo_copy, "KIND_NAMES", name)
+    refused(repo_copy, message)
 
 
 def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> None:
@@ -104,15 +152,17 @@ def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> Non
 def test_a_row_with_a_presence_that_is_no_condition_exits_2_naming_it(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
+    declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy, 'written="sometimes", ')
     refused(repo_copy, "table row", "(_ep_size): written='sometimes' must be one of")
 
 
 def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> None:
-    """The README recipe: the function and its record, in the kinds module alone; a row
-    names the record and says its presence; the templates print the block."""
+    """The README recipe: the function, its record and its kind name, in the kinds module
+    alone; a row uses the name; the templates print the block."""
     append(repo_copy, KINDS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
+    declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy)
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
@@ -134,11 +184,11 @@ def test_the_kinds_are_declared_once_and_no_template_names_one() -> None:
         for path in (REPO / folder).rglob("*")
         if path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
     }
-    for name in ("KINDS", "FREEZE_NAMES", "REBUILD_NAMES"):
+    for name in ("KINDS", "KIND_NAMES"):
         defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
         assert defining == [KINDS], (name, defining)
     templates = "".join(text for path, text in sources.items() if path.endswith(".j2"))
-    for kind in (*kinds.KINDS, *kinds.FREEZE_NAMES, *kinds.REBUILD_NAMES):
+    for kind in (*kinds.KINDS, *kinds.KIND_NAMES):
         assert not re.search(rf"\b{kind}\(", templates), kind
         assert f'"{kind}"' not in templates, kind
 
@@ -151,9 +201,9 @@ def test_the_records_cover_exactly_the_kind_functions() -> None:
 
 
 def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
-    """The seed's 30 names stand for 12 records: bool_default_true and _false are bool
+    """The seed's names stand for 12 records: bool_default_true and _false are bool
     with another absent value; name_list, attr_list and opt_name_list are names written
-    when truthy, not None and always."""
+    when truthy, not None and always; every name states its write condition."""
     assert kinds.record_of("rebuild", "bool_default_true") == "bool"
     assert kinds.record_of("rebuild", "bool_default_false") == "bool"
     assert (
@@ -168,7 +218,10 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
         "always",
     ]
     assert kinds.function_of("freeze", "plain") is kinds.function_of("freeze", "scalar")
-    assert len(kinds.KINDS) < len(set(kinds.FREEZE_NAMES) | set(kinds.REBUILD_NAMES))
+    assert len(kinds.KINDS) < len(kinds.KIND_NAMES)
+    assert kinds.KIND_NAMES["bool"]["freeze"] == ("bool", "always")
+    conditions = {steps["freeze"][1] for steps in kinds.KIND_NAMES.values() if "freeze" in steps}
+    assert conditions == {"not None", "truthy", "always"}
 
 
 @pytest.mark.parametrize(
@@ -254,6 +307,7 @@ def test_readme_steps_for_a_new_kind_used_by_a_new_field_leave_the_tests_passing
     assert text.count(section) == 1, "test setup: the declarations' section header moved"
     kinds_file.write_text(text.replace(section, FUNCTION.strip("\n") + "\n\n\n" + section))
     declare(root, "KINDS", RECORD)
+    declare(root, "KIND_NAMES", NAME)
     # Its pool of live values, for the properties.
     declare_pool = root / "tests" / "strategies.py"
     text = declare_pool.read_text()
