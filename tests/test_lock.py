@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from generator.evolution import merge_sides
+from generator.lockfile import merge_sides
 from tests.helpers import replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
