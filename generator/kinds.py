@@ -273,17 +273,15 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
         for step in STEPS
     }
     problems = _record_problems(where, records, functions, defined)
-    if isinstance(records, dict):
+    if not problems:
         kinds = {step: functions[step] & set(records) for step in STEPS}
         problems += _name_problems(where, names, kinds, written_conditions)
-        named = {
-            e[0] for steps in names.values() if isinstance(steps, dict) for e in steps.values()
-        }
+    if not problems:  # a record no name stands for: no row could use it
+        named = {record for steps in names.values() for record, _ in steps.values()}
         problems += [
             f"{where}: KINDS[{record!r}] has no kind name: name it in KIND_NAMES, the words "
             "rows use"
-            for record in records
-            if record not in named
+            for record in sorted(set(records) - named)
         ]
     if problems:
         raise GeneratorError("\n".join(problems))
