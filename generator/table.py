@@ -556,6 +556,11 @@ def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[s
                 f"object whole and the retirement would drop nothing.\n  Retire "
                 f"{gone.within!r} itself, or a key a row nests in it."
             )
+        elif gone.group in form.top_level and gone.key in containers:
+            problems.append(
+                f"{holder}: rows nest their keys in {gone.key!r}, which freeze still writes."
+                "\n  Retire the nested keys that are gone, not the object."
+            )
         if gone.group not in groups:
             problems.append(
                 f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "

@@ -179,17 +179,33 @@ def test_retiring_plan_level_keys_is_listed_and_freeze_drops_them(repo_copy: Pat
     }
 
 
-def test_a_retirement_no_row_reaches_exits_2_naming_it(repo_copy: Path) -> None:
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (
+            "source.file_path",
+            "PLAN_RETIRED_KEYS[0] (source.file_path): no row's key nests in 'source', so "
+            "freeze carries that object whole and the retirement would drop nothing",
+        ),
+        (
+            "parallel_dims",
+            "PLAN_RETIRED_KEYS[0] (parallel_dims): rows nest their keys in 'parallel_dims', "
+            "which freeze still writes",
+        ),
+    ],
+    ids=["in-an-object-no-row-nests-in", "an-object-rows-nest-in"],
+)
+def test_a_retirement_that_would_drop_nothing_or_a_live_object_exits_2_naming_it(
+    repo_copy: Path, key: str, message: str
+) -> None:
     """source.file_path: no row nests a key in 'source', which freeze carries whole, so
-    the retirement would drop nothing. Once accepted silently."""
-    retire_plan_keys(repo_copy, "source.file_path")
+    the retirement would drop nothing (once accepted silently); parallel_dims: the object
+    rows still write their keys in."""
+    retire_plan_keys(repo_copy, key)
     before = snapshot(repo_copy / "generated")
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout
-    assert (
-        "PLAN_RETIRED_KEYS[0] (source.file_path): no row's key nests in 'source', so freeze "
-        "carries that object whole and the retirement would drop nothing" in result.stderr
-    )
+    assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert snapshot(repo_copy / "generated") == before
 
