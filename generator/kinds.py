@@ -111,15 +111,9 @@ def _defined_names(tree: ast.Module) -> set[str]:
 
 def _literal(tree: ast.Module, name: str, where: str) -> Any:
     for node in tree.body:
-        target: ast.expr
-        value: ast.expr | None
-        if isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == name and value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        value = getattr(node, "value", None)
+        if value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
             try:
                 return ast.literal_eval(value)
             except ValueError:
@@ -182,19 +176,16 @@ def _record_problems(
             )
             if problem:
                 problems.append(problem)
-        if "write_shortcut" in record:
-            how = record["write_shortcut"]
-            if name not in functions["freeze"]:
-                problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
-            elif not (isinstance(how, tuple) and len(how) == 3 and how[0] == "call"):
-                problems.append(f'{at}[write_shortcut] must be ("call", function, check)')
-            else:
-                for function in how[1:]:
-                    problem = _shortcut_problem(
-                        f"{at}[write_shortcut]", ("call", function), defined
-                    )
-                    if problem:
-                        problems.append(problem)
+        how = record.get("write_shortcut", ("call", "", ""))
+        if "write_shortcut" in record and name not in functions["freeze"]:
+            problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
+        elif not (isinstance(how, tuple) and len(how) == 3 and how[0] == "call"):
+            problems.append(f'{at}[write_shortcut] must be ("call", function, check)')
+        elif "write_shortcut" in record:
+            found = (
+                _shortcut_problem(f"{at}[write_shortcut]", ("call", f), defined) for f in how[1:]
+            )
+            problems += [problem for problem in found if problem]
         if isinstance(record.get("schema"), dict) is False and "schema" in record:
             problems.append(f"{at}: schema must be a JSON Schema object")
     for step in STEPS:
