@@ -187,7 +187,7 @@ class BlockMaker:
         if table.roles[row.group] == DERIVED:
             written = f"{self.kinds.function('freeze', row.freeze)}(param_plan)"
             return FreezeBlock(
-                comment=f"{row.key}: {row.freeze}, derived from the entries",
+                comment=f"{row.key}: {table.record(row, 'freeze')}, derived from the entries",
                 source="",
                 target=row.key,
                 condition="",
@@ -213,11 +213,11 @@ class BlockMaker:
         written = self._frozen(table, row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
-        comment = f"{row.name}: {row.freeze}, written " + (
+        comment = f"{row.name}: {table.record(row, 'freeze')}, written " + (
             presence.written if presence.written == "always" else f"when {presence.written}"
         )
         if not self.kinds.reads_back(row.freeze, row.rebuild):
-            comment += f", once {row.rebuild} reads it back"
+            comment += f", once {table.record(row, 'rebuild')} reads it back"
         live_check = self._live(row)[1]
         return FreezeBlock(
             comment=comment,
@@ -240,7 +240,7 @@ class BlockMaker:
             read = f"value = meta.{row.key}"
             check = f"{function}(value, {row.key!r}, meta.param_plan)"
             return RebuildBlock(
-                comment=f"{row.key}: {row.rebuild}, derived from the entries; strict rebuild "
+                comment=f"{row.key}: {table.record(row, 'rebuild')}, derived from the entries; strict rebuild "
                 "refuses a stale one",
                 read=read,
                 refuse_null="",
@@ -256,7 +256,7 @@ class BlockMaker:
             )
         plan_level = row.group in table.top_level_groups
         missing = "UNSET" if plan_level else "None"
-        comment = f"{row.name}: {row.rebuild}, {default} when absent"
+        comment = f"{row.name}: {table.record(row, 'rebuild')}, {default} when absent"
         binds: tuple[str, ...] = (row.name,)
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.

@@ -2,10 +2,10 @@
 imported (it imports torch).
 
 ``shardplan/convert/kinds.py`` states each kind once: one record in ``KINDS`` beside its
-functions ``freeze_<record>`` and ``rebuild_<record>``; ``FREEZE_NAMES`` and
-``REBUILD_NAMES`` give the kind names rows use as a record plus the presence the name
-implies. A record, a name or a function that does not fit the others is refused here,
-naming what is missing.
+functions ``freeze_<record>`` and ``rebuild_<record>``; ``KIND_NAMES``, the only words
+rows may use, gives each kind name its meaning for each step (a record plus a write
+condition or an absent value). A record, a name or a function that does not fit the
+others is refused here, naming what is missing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 from .errors import GeneratorError
 
 STEPS = ("freeze", "rebuild")
-NAMES = {"freeze": "FREEZE_NAMES", "rebuild": "REBUILD_NAMES"}
 # A record's fields: required, and optional (its shortcuts, one a step, and the writer's).
 RECORD_FIELDS = frozenset({"shows", "schema", "held_as"})
 OPTIONAL_FIELDS = frozenset({"reads_back", "freeze_shortcut", "rebuild_shortcut", "write_shortcut"})
@@ -34,28 +33,21 @@ class KindFacts:
     module: str  # e.g. "shardplan.convert.kinds": what generated code imports from
     source_file: str  # relative to the project root, for messages
     records: dict[str, dict[str, Any]]
-    names: dict[str, dict[str, tuple[str, str]]]  # step -> kind name -> (record, preset)
-    functions: dict[str, frozenset[str]]  # step -> the records with a function of that step
+    names: dict[str, dict[str, tuple[str, str]]]  # kind name -> step -> (record, presence)
     defined: frozenset[str]  # every top-level name the module defines or imports
 
-    written_conditions: tuple[str, ...]  # the format module's WRITTEN_CONDITIONS
-    default_written: str  # and its DEFAULT_WRITTEN: a record's own name writes so
-
     def kinds(self, step: str) -> tuple[str, ...]:
-        """The kind names a row may give for ``step``: the names, and the records with a
-        function of ``step``, sorted."""
-        return tuple(sorted(set(self.names[step]) | self.functions[step]))
+        """The kind names a row may give for ``step``, sorted."""
+        return tuple(sorted(name for name, steps in self.names.items() if step in steps))
 
     def record(self, step: str, name: str) -> str:
-        """The record kind name ``name`` of ``step`` stands for."""
-        return self.names[step][name][0] if name in self.names[step] else name
+        """The record kind name ``name`` stands for in ``step``."""
+        return self.names[name][step][0]
 
     def preset(self, step: str, name: str) -> str:
-        """The presence name ``name`` implies: a write condition (freeze), an absent value
+        """The presence ``name`` says: a write condition (freeze), an absent value
         (rebuild; "" where the field's default decides)."""
-        if name in self.names[step]:
-            return self.names[step][name][1]
-        return self.default_written if step == "freeze" else ""
+        return self.names[name][step][1]
 
     def function(self, step: str, name: str) -> str:
         """The function generated code calls for kind name ``name`` of ``step``."""
@@ -119,15 +111,9 @@ def _defined_names(tree: ast.Module) -> set[str]:
 
 def _literal(tree: ast.Module, name: str, where: str) -> Any:
     for node in tree.body:
-        target: ast.expr
-        value: ast.expr | None
-        if isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id == name and value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        value = getattr(node, "value", None)
+        if value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
             try:
                 return ast.literal_eval(value)
             except ValueError:
@@ -190,19 +176,16 @@ def _record_problems(
             )
             if problem:
                 problems.append(problem)
-        if "write_shortcut" in record:
-            how = record["write_shortcut"]
-            if name not in functions["freeze"]:
-                problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
-            elif not (isinstance(how, tuple) and len(how) == 3 and how[0] == "call"):
-                problems.append(f'{at}[write_shortcut] must be ("call", function, check)')
-            else:
-                for function in how[1:]:
-                    problem = _shortcut_problem(
-                        f"{at}[write_shortcut]", ("call", function), defined
-                    )
-                    if problem:
-                        problems.append(problem)
+        how = record.get("write_shortcut", ("call", "", ""))
+        if "write_shortcut" in record and name not in functions["freeze"]:
+            problems.append(f"{at}: write_shortcut, but there is no freeze_{name}")
+        elif not (isinstance(how, tuple) and len(how) == 3 and how[0] == "call"):
+            problems.append(f'{at}[write_shortcut] must be ("call", function, check)')
+        elif "write_shortcut" in record:
+            found = (
+                _shortcut_problem(f"{at}[write_shortcut]", ("call", f), defined) for f in how[1:]
+            )
+            problems += [problem for problem in found if problem]
         if isinstance(record.get("schema"), dict) is False and "schema" in record:
             problems.append(f"{at}: schema must be a JSON Schema object")
     for step in STEPS:
@@ -223,35 +206,39 @@ def _literal_problem(text: str) -> str | None:
 
 
 def _name_problems(
-    where: str,
-    step: str,
-    names: Any,
-    records: dict[str, Any],
-    functions: set[str],
-    written_conditions: tuple[str, ...],
+    where: str, names: Any, functions: dict[str, set[str]], written_conditions: tuple[str, ...]
 ) -> list[str]:
-    table = NAMES[step]
     if not isinstance(names, dict):
-        return [f"{where}: {table} must be a dict of kind name -> (record, presence)"]
+        return [f"{where}: KIND_NAMES must be a dict of kind name -> {{step: (record, presence)}}"]
     problems = []
-    for name, entry in names.items():
-        at = f"{where}: {table}[{name!r}]"
-        if not (
-            isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(e, str) for e in entry)
-        ):
-            problems.append(f"{at} must be (record, presence), two strings")
-            continue
-        record, preset = entry
-        if record not in records or record not in functions:
-            problems.append(f"{at}: record {record!r} has no {step}_{record} in KINDS")
-        if step == "freeze" and preset not in written_conditions:
+    for name, steps in names.items():
+        at = f"{where}: KIND_NAMES[{name!r}]"
+        if not (isinstance(steps, dict) and steps and set(steps) <= set(STEPS)):
             problems.append(
-                f"{at}: the write condition must be one of "
-                + ", ".join(map(repr, written_conditions))
+                f'{at} must be {{"freeze": (record, written), "rebuild": (record, absent)}}'
             )
-        literal = _literal_problem(preset) if step == "rebuild" and preset else None
-        if literal:
-            problems.append(f"{at}: the absent value {literal}")
+            continue
+        for step, entry in steps.items():
+            if not (
+                isinstance(entry, tuple)
+                and len(entry) == 2
+                and all(isinstance(e, str) for e in entry)
+            ):
+                problems.append(f"{at}[{step!r}] must be (record, presence), two strings")
+                continue
+            record, preset = entry
+            if record not in functions[step]:
+                problems.append(
+                    f"{at}[{step!r}]: record {record!r} has no {step}_{record} in KINDS"
+                )
+            if step == "freeze" and preset not in written_conditions:
+                problems.append(
+                    f"{at}['freeze']: the write condition must be one of "
+                    + ", ".join(map(repr, written_conditions))
+                )
+            literal = _literal_problem(preset) if step == "rebuild" and preset else None
+            if literal:
+                problems.append(f"{at}['rebuild']: the absent value {literal}")
     return problems
 
 
@@ -268,7 +255,7 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
     except (SyntaxError, UnicodeDecodeError) as exc:
         raise GeneratorError(f"cannot parse the kinds module {where}: {exc}") from None
     records = _literal(tree, "KINDS", where)
-    names = {step: _literal(tree, NAMES[step], where) for step in STEPS}
+    names = _literal(tree, "KIND_NAMES", where)
     defined = _defined_names(tree)
     # Kind functions are the ones this module defines (an imported helper is not a kind).
     own = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -277,11 +264,16 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
         for step in STEPS
     }
     problems = _record_problems(where, records, functions, defined)
-    if isinstance(records, dict):
-        for step in STEPS:
-            problems += _name_problems(
-                where, step, names[step], records, functions[step], written_conditions
-            )
+    if not problems:
+        kinds = {step: functions[step] & set(records) for step in STEPS}
+        problems += _name_problems(where, names, kinds, written_conditions)
+    if not problems:  # a record no name stands for: no row could use it
+        named = {record for steps in names.values() for record, _ in steps.values()}
+        problems += [
+            f"{where}: KINDS[{record!r}] has no kind name: name it in KIND_NAMES, the words "
+            "rows use"
+            for record in sorted(set(records) - named)
+        ]
     if problems:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
@@ -289,8 +281,5 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
         source_file=where,
         records=records,
         names=names,
-        functions={step: frozenset(functions[step] & set(records)) for step in STEPS},
         defined=frozenset(defined),
-        written_conditions=written_conditions,
-        default_written=form.DEFAULT_WRITTEN,
     )

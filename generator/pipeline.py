@@ -58,7 +58,7 @@ def generate(
     config: Config,
     loaded: tuple[LoadedTable, ...] | None = None,
     *,
-    mode: LockMode = LockMode.REFUSE_BREAKING,
+    mode: LockMode = LockMode(),  # noqa: B008 (frozen: one value, never mutated)
 ) -> Generated:
     """Render every declared output, after the lock's ``mode`` (decided once, by the
     command line) has settled the tables' edit against the lock of the tables as last

@@ -564,8 +564,22 @@ def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[s
                 continue
             claim(alias, f"table row {number} ({row.name}) alias", row.group)
     groups = [g for g in form.groups[table.config.name] if g in form.retirable]
+    # Freeze carries an object no row nests a key in whole (the others row): a key retired
+    # inside it would never be dropped.
+    containers = {row.within for row in rows if row.key and row.group in form.top_level}
     for index, gone in enumerate(table.retired):
         holder = f"{retired_name}[{index}] ({gone.key})"
+        if gone.group in form.top_level and gone.within not in containers | {""}:
+            problems.append(
+                f"{holder}: no row's key nests in {gone.within!r}, so freeze carries that "
+                f"object whole and the retirement would drop nothing.\n  Retire "
+                f"{gone.within!r} itself, or a key a row nests in it."
+            )
+        elif gone.group in form.top_level and gone.key in containers:
+            problems.append(
+                f"{holder}: rows nest their keys in {gone.key!r}, which freeze still writes."
+                "\n  Retire the nested keys that are gone, not the object."
+            )
         if gone.group not in groups:
             problems.append(
                 f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "

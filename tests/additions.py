@@ -201,13 +201,15 @@ def kind_names(root: Path) -> set[str]:
     return names
 
 
-def _fragments(root: Path, heading: str) -> list[tuple[str, str]]:
-    """(file, code) of each ``fragment of FILE`` block under README's ``## heading``."""
-    return [
-        (block.marker.removeprefix("fragment of ").split()[0], block.code)
-        for block in section_blocks(root / "README.md", heading)
-        if block.marker.startswith("fragment of ")
-    ]
+def _fragments(root: Path, heading: str) -> list[tuple[str, str, str]]:
+    """(file, literal, code) of each ``fragment of FILE [in LITERAL]`` block under README's
+    ``## heading``: ``LITERAL`` names the dict the entry goes into, where the marker says."""
+    found = []
+    for block in section_blocks(root / "README.md", heading):
+        if block.marker.startswith("fragment of "):
+            file, _, literal = block.marker.removeprefix("fragment of ").partition(" in ")
+            found.append((file.strip(), literal.strip(), block.code))
+    return found
 
 
 def _indented(code: str) -> str:
@@ -241,12 +243,14 @@ class ReadmeSteps:
         """Follow the steps in ``root``; return the new field's name."""
         fragments = _fragments(root, self.heading)
         table_file, variable = TABLES[self.cls]
-        row = next(code for file, code in fragments if file == table_file)
+        row = next(code for file, _, code in fragments if file == table_file)
         wanted = re.match(r'SpecField\("(\w+)"', row.strip())
         assert wanted, f"test setup: README's {self.heading} row names no field"
         renames = {wanted[1]: fresh_name(root, self.cls, wanted[1])}
         kinds = [
-            re.match(r'"(\w+)": \{', code.strip()) for f, code in fragments if f == KINDS_MODULE
+            re.match(r'"(\w+)": \{', code.strip())
+            for f, literal, code in fragments
+            if f == KINDS_MODULE and literal == "KINDS"
         ]
         for kind in filter(None, kinds):
             taken = kind_names(root)
@@ -262,17 +266,17 @@ class ReadmeSteps:
             return code
 
         name = renames[wanted[1]]
-        for file, code in fragments:
+        for file, literal, code in fragments:
             code = renamed(code)
             path = root / file
-            if file == SPEC_MODULE:  # the dataclass field, after the one the prose names
-                _insert_lines(
-                    path, dict(_class_fields(root, self.cls))[self.after], f"    {code.strip()}\n"
-                )
+            if literal:  # an entry of the dict literal the marker names
+                _insert_lines(path, _after_line(path, rf"^{literal}: dict\["), _indented(code))
+            elif file == SPEC_MODULE:  # the dataclass field, after the one the prose names
+                fields = dict(_class_fields(root, self.cls))
+                _insert_lines(path, fields[self.after], f"    {code.strip()}\n")
             elif file == table_file:  # the row, after the one the prose names
-                follow = next(
-                    r for r in rows_in(root, table_file, variable) if r.name == self.after
-                )
+                rows = rows_in(root, table_file, variable)
+                follow = next(r for r in rows if r.name == self.after)
                 _insert_lines(path, follow.last_line, _indented(code))
             elif file == DECISIONS:
                 table = DECISION_TABLES[self.cls]
@@ -280,16 +284,11 @@ class ReadmeSteps:
                     path, _after_line(path, rf"^{table}_DECISIONS: dict"), _indented(code)
                 )
             elif file == KINDS_MODULE and code.lstrip().startswith("def "):  # among the functions
-                _insert_lines(
-                    path, _after_line(path, r"^def freeze_\w+\(") - 1, code.strip() + "\n\n\n"
-                )
-            elif file == KINDS_MODULE:  # a record, in KINDS
-                _insert_lines(path, _after_line(path, r"^KINDS: dict\["), _indented(code))
-            elif file == STRATEGIES:  # its pool
-                _insert_lines(path, _after_line(path, r"^POOLS: dict\["), _indented(code))
+                first = _after_line(path, r"^def freeze_\w+\(") - 1
+                _insert_lines(path, first, code.strip() + "\n\n\n")
             else:
                 raise AssertionError(f"test setup: README's {self.heading} edits {file}")
-        if not any(file == DECISIONS for file, _ in fragments):  # said in prose only
+        if not any(file == DECISIONS for file, _, _ in fragments):  # said in prose only
             add_apply_decision(root, DECISION_TABLES[self.cls], name, "a setting no apply reads")
         if self.annotation:  # the field the prose describes without a fragment
             _insert_lines(

@@ -237,7 +237,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
 
     added, removed = changes["rebuild.py"]
     assert not removed
-    assert "        # grad_scale: opt_scalar, None when absent" in added
+    assert "        # grad_scale: scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     assert "            grad_scale=grad_scale," in added
     # The common value by its exact type, the rest through the kind's function.
@@ -281,7 +281,7 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
     changes = _regenerate_after_check_fails(repo_copy, POST_HOOK)
     added, removed = changes["freeze.py"]
     block = [
-        "        # post_hook: value_to_dict, written when not None",
+        "        # post_hook: injected, written when not None",
         "        value = spec.post_hook",
         "        if value is not None:",
         '            rule["post_hook"] = (',
@@ -297,7 +297,7 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
 
     added, removed = changes["rebuild.py"]
     assert not removed
-    assert "            # post_hook: injection_target, None when absent" in added  # in `if rule:`
+    assert "            # post_hook: injected, None when absent" in added  # in `if rule:`
     assert "            post_hook = None" in added  # and in its `else:`, for modules with no rule
     assert '    "post_hook",' in added  # INJECTION_KEYS
     assert "            post_hook=post_hook," in added

@@ -116,13 +116,99 @@ def test_retiring_a_key_keeps_artifacts_holding_it_rebuilding(repo_copy: Path) -
     )
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
-    assert "key 'region_dispatch' retired" in result.stdout
+    assert (
+        "changes the bytes freeze writes: spec table: key 'region_dispatch' retired "
+        "(param_plan): rebuild accepts and drops it, so freeze drops region_dispatch from "
+        "artifacts that hold it" in result.stdout
+    )
     refrozen = rebuild_and_refreeze(repo_copy, {"is_boundary": True, "region_dispatch": True})
     assert refrozen == {"is_boundary": True}
     assert (
         "Retired, read and dropped: dispatch moved to the runtime"
         in (repo_copy / "generated" / "codegen_meta.schema.json").read_text()
     )
+
+
+PLAN_TABLE = "shardplan/table/plan_fields.py"
+NO_PLAN_RETIRED = "PLAN_RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
+
+
+def retire_plan_keys(root: Path, *keys: str) -> None:
+    retired = "".join(f'    RetiredKey("{key}", GROUP_PLAN, "no reader left"),\n' for key in keys)
+    edit(
+        root,
+        PLAN_TABLE,
+        NO_PLAN_RETIRED,
+        f"PLAN_RETIRED_KEYS: tuple[RetiredKey, ...] = (\n{retired})",
+    )
+
+
+def test_retiring_plan_level_keys_is_listed_and_freeze_drops_them(repo_copy: Path) -> None:
+    """A plan-level key no row owns rides along in other_keys; retired, rebuild drops it,
+    so freeze drops it from every artifact that holds it. Once generate said nothing."""
+    retire_plan_keys(repo_copy, "codegen_version", "parallel_dims.old_flag")
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 0, result.stderr
+    for key in ("codegen_version", "parallel_dims.old_flag"):
+        assert (
+            f"changes the bytes freeze writes: plan table: key {key!r} retired (plan): rebuild "
+            f"accepts and drops it, so freeze drops {key} from artifacts that hold it"
+        ) in result.stdout
+    document = json.dumps(
+        {
+            "param_plan": {},
+            "codegen_version": 3,
+            "producer": "kept",
+            "parallel_dims": {"old_flag": True, "loss_parallel": True, "mine": 1},
+        }
+    )
+    script = (
+        "import json, shardplan\n"
+        "from shardplan.artifact.meta import meta_from_json\n"
+        f"plan = shardplan.rebuild_plan(meta_from_json({document!r}), strict=True)\n"
+        "from shardplan.artifact.meta import meta_to_json\n"
+        "print(meta_to_json(shardplan.freeze_plan(plan)))\n"
+    )
+    ran = run_python_here(repo_copy, "-c", script)
+    assert ran.returncode == 0, ran.stderr
+    refrozen = json.loads(ran.stdout)
+    assert "codegen_version" not in refrozen and refrozen["producer"] == "kept"
+    assert refrozen["parallel_dims"] == {
+        "sequence_parallel": True,
+        "loss_parallel": True,
+        "mine": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (
+            "source.file_path",
+            "PLAN_RETIRED_KEYS[0] (source.file_path): no row's key nests in 'source', so "
+            "freeze carries that object whole and the retirement would drop nothing",
+        ),
+        (
+            "parallel_dims",
+            "PLAN_RETIRED_KEYS[0] (parallel_dims): rows nest their keys in 'parallel_dims', "
+            "which freeze still writes",
+        ),
+    ],
+    ids=["in-an-object-no-row-nests-in", "an-object-rows-nest-in"],
+)
+def test_a_retirement_that_would_drop_nothing_or_a_live_object_exits_2_naming_it(
+    repo_copy: Path, key: str, message: str
+) -> None:
+    """source.file_path: no row nests a key in 'source', which freeze carries whole, so
+    the retirement would drop nothing (once accepted silently); parallel_dims: the object
+    rows still write their keys in."""
+    retire_plan_keys(repo_copy, key)
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
 
 
 def test_removing_a_row_without_retiring_its_key_exits_2_naming_it(repo_copy: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from generator.config import load_config
 from generator.emit import compare
 from generator.pipeline import generate
-from shardplan.convert.kinds import FREEZE_NAMES, KINDS, REBUILD_NAMES
+from shardplan.convert.kinds import KIND_NAMES, KINDS
 from tests.helpers import (
     REPO,
     add_field,
@@ -102,7 +102,7 @@ def _module_ast(name: str) -> ast.Module:
 @pytest.mark.parametrize("name", GENERATED_MODULES)
 def test_generated_code_has_no_table_loop_or_computed_attribute_access(name: str) -> None:
     tree = _module_ast(name)
-    kind_names = {*FREEZE_NAMES, *REBUILD_NAMES, *KINDS}
+    kind_names = {*KIND_NAMES, *KINDS}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in {"getattr", "setattr", "eval", "exec"}, ast.unparse(node)
@@ -161,5 +161,5 @@ def test_git_diff_of_a_one_row_change_shows_the_added_blocks_as_text(repo_copy: 
     diff = git("diff", "--", "generated/")
     assert "Binary files" not in diff
     assert "+        # grad_scale: scalar, written when not None\n" in diff
-    assert "+        # grad_scale: opt_scalar, None when absent\n" in diff
+    assert "+        # grad_scale: scalar, None when absent\n" in diff
     assert "+            grad_scale=grad_scale,\n" in diff

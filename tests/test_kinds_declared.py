@@ -1,6 +1,7 @@
 """A kind is one record (issue 23): its entry in KINDS, beside its functions
-``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the seed's kind
-names are a record plus the presence the name implies (FREEZE_NAMES, REBUILD_NAMES). The
+``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the kind names
+rows use are one mapping (KIND_NAMES): for each step a name serves, a record plus the write
+condition (freeze) or absent value (rebuild) it says. The
 templates only print the blocks the generator decides. A kind cannot be half-added: each
 missing piece, and a row naming such a kind, exits 2 naming what is missing, and leaves
 generated/ as it was.
@@ -23,16 +24,40 @@ from tests.helpers import REPO, replace_once, run_specgen_here, snapshot
 KINDS = "shardplan/convert/kinds.py"
 MACROS = "templates/kinds.j2"
 TABLE = "shardplan/table/spec_fields.py"
-FUNCTION = (
+
+
+def _fresh_kind() -> str:
+    """README's example name, or the next free one where the kinds module already has it
+    (a user who followed README's "Adding a kind" literally)."""
+    taken = {*kinds.KINDS, *kinds.KIND_NAMES, *dir(kinds)}
+    n = 1
+    while (name := "int_nonzero" if n == 1 else f"int_nonzero_{n}") in taken or (
+        f"freeze_{name}" in taken
+    ):
+        n += 1
+    return name
+
+
+NEW_KIND = _fresh_kind()
+
+
+def k(text: str) -> str:
+    """``text`` with README's kind name replaced by this module's new kind."""
+    return text.replace("int_nonzero", NEW_KIND)
+
+
+FUNCTION = k(
     "\n\ndef freeze_int_nonzero(value: Any, path: str) -> int:\n"
     '    """A non-zero int."""\n'
     "    return freeze_int(value, path)\n"
 )
 # The new kind's record: it reads back through the int record's rebuild.
-RECORD = (
+RECORD = k(
     '"int_nonzero": {"reads_back": ("int",), "shows": "integer", '
     '"schema": {"type": "integer"}, "held_as": "int"}'
 )
+# The new kind's name: what a row naming it means, for the one step it serves.
+NAME = k('"int_nonzero": {"freeze": ("int_nonzero", "truthy")}')
 EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
 
 
@@ -54,11 +79,11 @@ def append(root: Path, relative: str, text: str) -> None:
 replace = replace_once
 
 
-def freeze_ep_size_with_int_nonzero(root: Path, written: str = 'written="truthy", ') -> None:
-    """The table's _ep_size row, frozen by the new record int_nonzero, its presence said
-    on the row (a record's own name has no preset)."""
+def freeze_ep_size_with_int_nonzero(root: Path, written: str = "") -> None:
+    """The table's _ep_size row, frozen by the new kind name int_nonzero (its presence the
+    name's, unless ``written`` says the row's own)."""
     new = EP_SIZE_ROW.replace(
-        '"int_truthy", "int_truthy",', f'"int_nonzero", "int_truthy", {written}'
+        '"int_truthy", "int_truthy",', k(f'"int_nonzero", "int_truthy", {written}')
     )
     replace(root, TABLE, EP_SIZE_ROW, new)
 
@@ -75,50 +100,99 @@ def refused(root: Path, *fragments: str) -> None:
 
 def test_a_record_without_its_function_exits_2(repo_copy: Path) -> None:
     declare(repo_copy, "KINDS", RECORD)
-    refused(repo_copy, "KINDS['int_nonzero'] has no function: write freeze_int_nonzero")
+    refused(repo_copy, k("KINDS['int_nonzero'] has no function: write freeze_int_nonzero"))
 
 
 def test_a_function_without_its_record_exits_2(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
-    refused(repo_copy, "function freeze_int_nonzero has no record in KINDS")
+    refused(repo_copy, k("function freeze_int_nonzero has no record in KINDS"))
 
 
 def test_a_record_missing_a_field_exits_2(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD.replace(', "held_as": "int"', ""))
-    refused(repo_copy, "KINDS['int_nonzero'] has no held_as")
+    refused(repo_copy, k("KINDS['int_nonzero'] has no held_as"))
 
 
 def test_a_name_whose_record_does_not_exist_exits_2(repo_copy: Path) -> None:
-    declare(repo_copy, "FREEZE_NAMES", '"int_nonzero": ("int_nonzero", "truthy")')
+    declare(repo_copy, "KIND_NAMES", NAME)
     refused(
-        repo_copy, "FREEZE_NAMES['int_nonzero']: record 'int_nonzero' has no freeze_int_nonzero"
+        repo_copy,
+        k("KIND_NAMES['int_nonzero']['freeze']: record 'int_nonzero' has no freeze_int_nonzero"),
     )
+
+
+def test_a_record_no_kind_name_stands_for_exits_2(repo_copy: Path) -> None:
+    """Rows use only the names: a record none of them stands for could never be used."""
+    append(repo_copy, KINDS, FUNCTION)
+    declare(repo_copy, "KINDS", RECORD)
+    refused(repo_copy, k("KINDS['int_nonzero'] has no kind name: name it in KIND_NAMES"))
+
+
+def test_a_record_name_is_no_kind_name_a_row_may_use(repo_copy: Path) -> None:
+    """One vocabulary: a row naming a record ('names') rather than a kind name is refused,
+    listing the names."""
+    replace(repo_copy, TABLE, '"attr_list", "attr_list",', '"names", "attr_list",')
+    refused(repo_copy, "unknown freeze kind 'names'", "Known kinds: attr_list, bool,")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            k('"int_nonzero": {"freeze": ("int", "")}'),
+            k("KIND_NAMES['int_nonzero']['freeze']: the write condition must be one of"),
+        ),
+        (
+            k('"int_nonzero": {"freeze": ("int",)}'),
+            k("KIND_NAMES['int_nonzero']['freeze'] must be (record, presence), two strings"),
+        ),
+        (
+            k('"int_nonzero": {"read": ("int", "")}'),
+            k('KIND_NAMES[\'int_nonzero\'] must be {"freeze": (record, written), "rebuild"'),
+        ),
+        (
+            k('"int_nonzero": {"rebuild": ("int", "zero")}'),
+            k(
+                "KIND_NAMES['int_nonzero']['rebuild']: the absent value 'zero' is not a Python literal"
+            ),
+        ),
+    ],
+    ids=["no-write-condition", "no-presence", "no-step", "absent-not-a-literal"],
+)
+def test_a_kind_name_that_does_not_say_its_meaning_exits_2(
+    repo_copy: Path, name: str, message: str
+) -> None:
+    """Every write condition is explicit: no name leaves it to a default."""
+    declare(repo_copy, "KIND_NAMES", name)
+    refused(repo_copy, message)
 
 
 def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> None:
     freeze_ep_size_with_int_nonzero(repo_copy)
-    refused(repo_copy, "unknown freeze kind 'int_nonzero'")
+    refused(repo_copy, k("unknown freeze kind 'int_nonzero'"))
 
 
 def test_a_row_with_a_presence_that_is_no_condition_exits_2_naming_it(repo_copy: Path) -> None:
     append(repo_copy, KINDS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
+    declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy, 'written="sometimes", ')
     refused(repo_copy, "table row", "(_ep_size): written='sometimes' must be one of")
 
 
 def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> None:
-    """The README recipe: the function and its record, in the kinds module alone; a row
-    names the record and says its presence; the templates print the block."""
+    """The README recipe: the function, its record and its kind name, in the kinds module
+    alone; a row uses the name; the templates print the block."""
     append(repo_copy, KINDS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
+    declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy)
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
-    assert 'freeze_int_nonzero(value, module_path(fqn) + "._ep_size")' in freeze, freeze[-800:]
-    assert "# _ep_size: int_nonzero, written when truthy\n" in freeze
+    assert k('freeze_int_nonzero(value, module_path(fqn) + "._ep_size")') in freeze, freeze[-800:]
+    assert k("# _ep_size: int_nonzero, written when truthy\n") in freeze
     assert "admit(" not in freeze.partition("# _ep_size")[2]  # int_nonzero reads back as int
 
 
@@ -134,11 +208,11 @@ def test_the_kinds_are_declared_once_and_no_template_names_one() -> None:
         for path in (REPO / folder).rglob("*")
         if path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
     }
-    for name in ("KINDS", "FREEZE_NAMES", "REBUILD_NAMES"):
+    for name in ("KINDS", "KIND_NAMES"):
         defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
         assert defining == [KINDS], (name, defining)
     templates = "".join(text for path, text in sources.items() if path.endswith(".j2"))
-    for kind in (*kinds.KINDS, *kinds.FREEZE_NAMES, *kinds.REBUILD_NAMES):
+    for kind in (*kinds.KINDS, *kinds.KIND_NAMES):
         assert not re.search(rf"\b{kind}\(", templates), kind
         assert f'"{kind}"' not in templates, kind
 
@@ -151,9 +225,9 @@ def test_the_records_cover_exactly_the_kind_functions() -> None:
 
 
 def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
-    """The seed's 30 names stand for 12 records: bool_default_true and _false are bool
+    """The seed's names stand for 12 records: bool_default_true and _false are bool
     with another absent value; name_list, attr_list and opt_name_list are names written
-    when truthy, not None and always."""
+    when truthy, not None and always; every name states its write condition."""
     assert kinds.record_of("rebuild", "bool_default_true") == "bool"
     assert kinds.record_of("rebuild", "bool_default_false") == "bool"
     assert (
@@ -168,7 +242,10 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
         "always",
     ]
     assert kinds.function_of("freeze", "plain") is kinds.function_of("freeze", "scalar")
-    assert len(kinds.KINDS) < len(set(kinds.FREEZE_NAMES) | set(kinds.REBUILD_NAMES))
+    assert len(kinds.KINDS) < len(kinds.KIND_NAMES)
+    assert kinds.KIND_NAMES["bool"]["freeze"] == ("bool", "always")
+    conditions = {steps["freeze"][1] for steps in kinds.KIND_NAMES.values() if "freeze" in steps}
+    assert conditions == {"not None", "truthy", "always"}
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,16 @@ condition and absent value, each retired key's group), so changing it is classif
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from generator.evolution import merge_sides
+from generator.lockfile import merge_sides
 from tests.helpers import replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
@@ -282,8 +285,8 @@ def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None
     edit(
         repo_copy,
         KINDS,
-        '    "bool_default_true": ("bool", "True"),\n',
-        '    "bool_default_true": ("bool", "False"),\n',
+        '    "bool_default_true": {"rebuild": ("bool", "True")},\n',
+        '    "bool_default_true": {"rebuild": ("bool", "False")},\n',
     )
     before = snapshot(repo_copy / "generated")
     result = run_specgen_here(repo_copy, "generate")
@@ -317,8 +320,8 @@ def test_changing_a_kind_names_write_condition_changes_the_bytes(repo_copy: Path
     edit(
         repo_copy,
         KINDS,
-        '    "name_list": ("names", "truthy"),\n',
-        '    "name_list": ("names", "not None"),\n',
+        '"name_list": {"freeze": ("names", "truthy"),',
+        '"name_list": {"freeze": ("names", "not None"),',
     )
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -328,35 +331,72 @@ def test_changing_a_kind_names_write_condition_changes_the_bytes(repo_copy: Path
     )
 
 
-def test_a_lock_without_the_presence_records_is_read_without_spurious_breaks(
-    repo_copy: Path,
-) -> None:
-    document = lock(repo_copy)
-    for part in document["tables"].values():  # type: ignore[attr-defined]
+def _version_1(document: dict[str, Any]) -> dict[str, Any]:
+    """The lock as written before it recorded meanings: no version, kind names in the rows."""
+    old = {key: value for key, value in document.items() if key != "version"}
+    for part in old["tables"].values():
         for row in part["rows"]:
-            del row["written"], row["absent"]
-    (repo_copy / LOCK).write_text(json.dumps(document))
+            row["freeze"], row["rebuild"] = "named_placements", "named_placements"
+    return old
+
+
+@pytest.mark.parametrize(
+    ("older", "keeps_breaks"),
+    [(_version_1, True), (lambda document: {**document["tables"]["spec"], "breaks": []}, False)],
+    ids=["kind-names", "before-tables-were-named"],
+)
+def test_an_old_format_lock_is_unusable_and_new_lock_keeps_its_breaks(
+    repo_copy: Path, older: Callable[[dict[str, Any]], dict[str, Any]], keeps_breaks: bool
+) -> None:
+    """Nothing writes these formats any more: exit 2 naming the way out, never read as
+    something else (a kind name is no record); --new-lock then writes the lock anew,
+    keeping every break the old one recorded."""
+    recorded = lock(repo_copy)["breaks"]
+    assert recorded, "test setup: the repository's lock records a break"
+    (repo_copy / LOCK).write_text(json.dumps(older(lock(repo_copy))))
+    before = snapshot(repo_copy / "generated")
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "generated/table.lock.json is unusable: it" in result.stderr
+    assert "`specgen generate --new-lock`" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(repo_copy / "generated") == before
+    renewed = run_specgen_here(repo_copy, "generate", "--new-lock")
+    assert renewed.returncode == 0, renewed.stderr
+    assert lock(repo_copy)["version"] == 2
+    assert lock(repo_copy)["breaks"] == (recorded if keeps_breaks else [])
+    assert run_specgen_here(repo_copy, "check").returncode == 0
+
+
+def _code(root: Path) -> dict[str, str]:
+    """The generated files, their digests (the stamp, the staleness guard's) left out."""
+    return {
+        name: re.sub("[0-9a-f]{64}", "<digest>", data.decode())
+        for name, data in snapshot(root / "generated").items()
+    }
+
+
+def test_a_row_restated_with_a_synonym_is_no_change(repo_copy: Path) -> None:
+    """A kind name is its meaning: is_boundary frozen by 'plain' rather than 'scalar', and
+    in_src by 'placement_map' rather than 'named_placements', mean the same record and
+    presence, so the code is the same and generate reports nothing (it once reported
+    "changes the bytes freeze writes"). The comments name the records, not the names."""
+    before = _code(repo_copy)
+    edit(repo_copy, TABLE, '"scalar", "bool_default_true",', '"plain", "bool_default_true",')
     edit(
         repo_copy,
-        KINDS,
-        '    "bool_default_true": ("bool", "True"),\n',
-        '    "bool_default_true": ("bool", "False"),\n',
+        TABLE,
+        'SpecField("in_src", "in_src", GROUP_PARAM_PLAN, "named_placements", "named_placements",',
+        'SpecField("in_src", "in_src", GROUP_PARAM_PLAN, "placement_map", "placement_map",',
     )
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "breaking" not in result.stdout
-    rows = lock(repo_copy)["tables"]["spec"]["rows"]  # type: ignore[index]
-    assert next(r for r in rows if r["key"] == "is_boundary")["absent"] == "False"
-
-
-def test_a_lock_from_before_the_tables_were_named_is_still_read(repo_copy: Path) -> None:
-    spec = lock(repo_copy)["tables"]["spec"]  # type: ignore[index]
-    old = {"rows": spec["rows"], "retired": spec["retired"], "breaks": []}
-    (repo_copy / LOCK).write_text(json.dumps(old))
-    remove_region_dispatch(repo_copy)
-    result = run_specgen_here(repo_copy, "generate")
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "key 'region_dispatch' (region_dispatch) removed without retiring it" in result.stderr
+    assert "the table changed" not in result.stdout
+    assert "bytes" not in result.stdout and "break" not in result.stdout
+    assert _code(repo_copy) == before
+    freeze = (repo_copy / "generated" / "freeze.py").read_text()
+    assert "# is_boundary: scalar, written when not None, once bool reads it back" in freeze
+    assert "# in_src: placements, written when not None" in freeze
+    assert "placement_map" not in freeze and "named_placements" not in freeze
 
 
 # ------------------------------------------------------------------ reading a conflict
@@ -432,11 +472,12 @@ def test_the_lock_mode_is_decided_once_from_the_command() -> None:
     a breaking edit unless --allow-breaking records it; --new-lock replaces a lock."""
     from generator.evolution import LockMode
 
-    assert LockMode.from_command("check", True, True) is LockMode.REPORT
-    assert LockMode.from_command("diff", False, False) is LockMode.REPORT
+    report = LockMode(writes=False)
+    assert LockMode.from_command("check", True, True) == report
+    assert LockMode.from_command("diff", False, False) == report
     plain = LockMode.from_command("generate", False, False)
-    assert plain.refuses_breaks and not plain.records_breaks and not plain.new_lock
+    assert plain == LockMode() and plain.writes
+    assert not plain.allow_breaking and not plain.new_lock
     both = LockMode.from_command("generate", True, True)
-    assert both.new_lock and both.records_breaks and not both.refuses_breaks
-    report = LockMode.REPORT
-    assert not (report.refuses_breaks or report.records_breaks or report.new_lock)
+    assert both.writes and both.allow_breaking and both.new_lock
+    assert not (report.allow_breaking or report.new_lock)

@@ -20,6 +20,7 @@ from pathlib import Path
 from shardplan.table.format import GROUP_DERIVED, GROUP_OTHERS, GROUP_PLAN
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ShardingPlan
+from tests.additions import fresh_name
 from tests.helpers import (
     REPO,
     insert_text,
@@ -36,9 +37,7 @@ LOSS_PARALLEL_ROW = (
     '              doc="Whether the loss is computed on vocabulary-sharded logits."),\n'
 )
 # README's example name, or the next free one where a user's table already has it.
-NAME = "pipeline_stages"
-while NAME in {f.name for f in dataclasses.fields(ShardingPlan)}:
-    NAME += "_2"
+NAME = fresh_name(REPO, "ShardingPlan", "pipeline_stages")
 PIPELINE_FIELD = f"    {NAME}: int = 1\n"
 PIPELINE_ROW = (
     f'    SpecField("{NAME}", "{NAME}", GROUP_PLAN, "scalar", "opt_scalar",\n'
@@ -213,9 +212,7 @@ def test_no_hand_written_runtime_module_or_template_spells_a_plan_level_key() ->
 
 
 def test_the_plan_table_has_a_row_for_every_plan_field_but_modules() -> None:
-    import dataclasses
 
-    from shardplan.table.spec import ShardingPlan
 
     fields = [f.name for f in dataclasses.fields(ShardingPlan)]
     named = [f.name for f in PLAN_FIELDS if f.group != GROUP_DERIVED]

@@ -22,6 +22,7 @@ from shardplan.errors import MetaError
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
+from tests.additions import fresh_name
 from tests.helpers import (
     REPO,
     insert_text,
@@ -29,7 +30,6 @@ from tests.helpers import (
     run_python_here,
     run_specgen_here,
     shared_fixture,
-    skip_if_the_plan_example_is_in_the_table,
 )
 
 FIXTURE = "qwen3_moe_codegen_meta.json"
@@ -114,17 +114,18 @@ def test_readme_plan_level_example_keeps_other_producers_files_byte_identical(
     repo_copy: Path, tmp_path: Path
 ) -> None:
     """README "Adding a plan-level field", literally: pipeline_stages, scalar/opt_scalar."""
-    skip_if_the_plan_example_is_in_the_table()
     fixture = shared_fixture(FIXTURE)
+    # README's name, or the next free one where the table already has it.
+    name = fresh_name(REPO, "ShardingPlan", "pipeline_stages")
     _add_plan_field(
         repo_copy,
-        "    pipeline_stages: int = 1\n",
-        '    SpecField("pipeline_stages", "pipeline_stages", GROUP_PLAN, "scalar", "opt_scalar",\n'
+        f"    {name}: int = 1\n",
+        f'    SpecField("{name}", "{name}", GROUP_PLAN, "scalar", "opt_scalar",\n'
         '              doc="How many pipeline stages the plan was made for."),\n',
     )
-    seen = _read_in_copy(repo_copy, "pipeline_stages", fixture, _old_artifact(tmp_path))
+    seen = _read_in_copy(repo_copy, name, fixture, _old_artifact(tmp_path))
     for entry in seen.values():
-        assert entry["same"] is True and "pipeline_stages" not in entry["keys"]
+        assert entry["same"] is True and name not in entry["keys"]
         assert entry["value"] is None  # opt_scalar's absent value, as fields.md states
 
 

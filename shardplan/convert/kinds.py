@@ -1,11 +1,11 @@
 """The kinds of the field tables: what each conversion means (docs/contract.md §4, §5).
 
 A kind is one record (``KINDS``) and its functions: ``freeze_<record>`` (live -> JSON)
-and ``rebuild_<record>`` (JSON -> live), strict and plain; ``FREEZE_NAMES`` and
-``REBUILD_NAMES`` give the kind names rows use as a record plus the presence the name
-implies. ``shardplan.reference`` dispatches to the functions by the names in the table;
-generated code calls them by name, one block per field. ``path`` names the value's place
-for error messages.
+and ``rebuild_<record>`` (JSON -> live), strict and plain; ``KIND_NAMES`` gives each kind
+name rows use its meaning for each step: a record plus when the key is written (freeze)
+or what its absence gives (rebuild). ``shardplan.reference`` dispatches to the functions
+by the names in the table; generated code calls them by name, one block per field.
+``path`` names the value's place for error messages.
 """
 
 from __future__ import annotations
@@ -578,45 +578,39 @@ KINDS: dict[str, dict[str, Any]] = {
     },
 }
 
-# The kind names rows use (the seed's, which upstream tables keep), as a record and the
-# presence the name implies. A row may name a record directly and say its presence itself
-# (written=..., absent=...); a row's own words win over a name's.
-# freeze name -> (record, when the key is written)
-FREEZE_NAMES: dict[str, tuple[str, str]] = {
-    "placement_map": ("placements", "not None"),
-    "named_placements": ("placements", "not None"),
-    "name_list": ("names", "truthy"),
-    "attr_list": ("names", "not None"),
-    "opt_name_list": ("names", "always"),
-    "scalar": ("scalar", "not None"),
-    "plain": ("scalar", "not None"),
-    "value_to_dict": ("injected", "not None"),
-    "dict_copy": ("json_object", "truthy"),
-    "int_truthy": ("int", "truthy"),
-    "handler_map": ("handler_map", "always"),
-    "pair_list": ("pairs", "always"),
-    "bool": ("bool", "always"),
-    "sharded_params": ("sharded_params", "always"),
-}
-# rebuild name -> (record, what an absent key gives, where the name says it; "": the
-# dataclass field's default)
-REBUILD_NAMES: dict[str, tuple[str, str]] = {
-    "placement_map": ("placements", ""),
-    "named_placements": ("placements", ""),
-    "name_list": ("names", ""),
-    "attr_list": ("names", ""),
-    "tuple_empty": ("name_tuple", "()"),
-    "opt_name_tuple": ("name_tuple", "None"),
-    "bool_default_true": ("bool", "True"),
-    "bool_default_false": ("bool", "False"),
-    "opt_scalar": ("scalar", "None"),
-    "int_or_true": ("int_or_true", ""),
-    "injection_target": ("injected", ""),
-    "dict_copy": ("json_object", ""),
-    "int_truthy": ("int", ""),
-    "handler_map": ("handler_map", ""),
-    "pair_list": ("pairs", ""),
-    "sharded_params": ("sharded_params", ""),
+# The kind names rows use, each stated once (the seed's names, which upstream tables keep):
+# what a row naming it means for each step the name serves.
+#   "freeze": (record, when freeze writes the key: "not None", "truthy" or "always")
+#   "rebuild": (record, what rebuild gives for an absent key: a Python literal, or "" for
+#              the dataclass field's default)
+# Generated code calls freeze_<record> and rebuild_<record>; two names with the same
+# meaning are the same code, and the lock compares meanings, not names. A row's own
+# written=/absent= win over its names'.
+KIND_NAMES: dict[str, dict[str, tuple[str, str]]] = {
+    "placement_map": {"freeze": ("placements", "not None"), "rebuild": ("placements", "")},
+    "named_placements": {"freeze": ("placements", "not None"), "rebuild": ("placements", "")},
+    "name_list": {"freeze": ("names", "truthy"), "rebuild": ("names", "")},
+    "attr_list": {"freeze": ("names", "not None"), "rebuild": ("names", "")},
+    "opt_name_list": {"freeze": ("names", "always")},
+    "tuple_empty": {"rebuild": ("name_tuple", "()")},
+    "opt_name_tuple": {"rebuild": ("name_tuple", "None")},
+    "scalar": {"freeze": ("scalar", "not None")},
+    "plain": {"freeze": ("scalar", "not None")},
+    "opt_scalar": {"rebuild": ("scalar", "None")},
+    "bool": {"freeze": ("bool", "always")},
+    "bool_default_true": {"rebuild": ("bool", "True")},
+    "bool_default_false": {"rebuild": ("bool", "False")},
+    "int_truthy": {"freeze": ("int", "truthy"), "rebuild": ("int", "")},
+    "int_or_true": {"rebuild": ("int_or_true", "")},
+    "value_to_dict": {"freeze": ("injected", "not None")},
+    "injection_target": {"rebuild": ("injected", "")},
+    "dict_copy": {"freeze": ("json_object", "truthy"), "rebuild": ("json_object", "")},
+    "handler_map": {"freeze": ("handler_map", "always"), "rebuild": ("handler_map", "")},
+    "pair_list": {"freeze": ("pairs", "always"), "rebuild": ("pairs", "")},
+    "sharded_params": {
+        "freeze": ("sharded_params", "always"),
+        "rebuild": ("sharded_params", ""),
+    },
 }
 
 FreezeFn = Callable[[Any, str], Any]
@@ -624,16 +618,14 @@ RebuildFn = Callable[[Any, str], Any]
 
 
 def record_of(step: str, name: str) -> str:
-    """The record a kind name of ``step`` ("freeze" or "rebuild") stands for."""
-    names = FREEZE_NAMES if step == "freeze" else REBUILD_NAMES
-    return names[name][0] if name in names else name
+    """The record kind name ``name`` stands for in ``step`` ("freeze" or "rebuild")."""
+    return KIND_NAMES[name][step][0]
 
 
 def preset_of(step: str, name: str) -> str:
-    """The presence a kind name says: its write condition (freeze) or absent value
-    (rebuild; "" where the name leaves it to the field's default)."""
-    names = FREEZE_NAMES if step == "freeze" else REBUILD_NAMES
-    return names[name][1] if name in names else ""
+    """The presence kind name ``name`` says in ``step``: its write condition (freeze) or
+    absent value (rebuild; "" where the field's default decides)."""
+    return KIND_NAMES[name][step][1]
 
 
 def presence_of(row: SpecField, cls: type) -> Presence:

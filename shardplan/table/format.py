@@ -63,9 +63,8 @@ TOP_LEVEL_GROUPS = (GROUP_PLAN, GROUP_DERIVED)
 NESTING_SEPARATOR = "."
 # When freeze writes a row's key: when not None (an empty value is meaningful, and None
 # reads back as None), when truthy (a falsy value is not written), or always (None as
-# null). A row says it, or its freeze kind's name does; a record's own name: "not None".
+# null). A row says it, or its freeze kind's name does (every name states one).
 WRITTEN_CONDITIONS = ("not None", "truthy", "always")
-DEFAULT_WRITTEN = "not None"
 
 # ------------------------------------------------------------------ grammars
 
@@ -79,7 +78,6 @@ from shardplan.convert.placement_text import PLACEMENT_PATTERN  # noqa: E402
 from shardplan.errors import field_path  # noqa: E402
 
 __all__ = [
-    "DEFAULT_WRITTEN",
     "DOTTED_PATH_PATTERN",
     "GROUP_DERIVED",
     "GROUP_EXEMPT",

@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any
 
 from shardplan.table.format import (
-    DEFAULT_WRITTEN,
     NESTING_SEPARATOR,
     TOP_LEVEL_GROUPS,
     WRITTEN_CONDITIONS,
@@ -65,7 +64,8 @@ class SpecField(_Keyed):
     ``written`` (``"not None"``, ``"truthy"`` or ``"always"``) and ``absent`` (the Python
     literal an absent key rebuilds to) say the key's presence where the kind names do not
     (``presence``): left empty, the freeze name's write condition and the rebuild name's
-    absent value apply (``bool_default_true``: ``True``), else the dataclass field's default.
+    absent value apply (``bool_default_true``: ``True``), the latter else the dataclass
+    field's default.
     """
 
     name: str
@@ -97,7 +97,7 @@ class SpecField(_Keyed):
         names no field); or, as a str, why it cannot be decided. The generator and the
         reference both resolve here."""
         field_default = default_literal(field) if field is not None else "None"
-        written = self.written or preset_written or DEFAULT_WRITTEN
+        written = self.written or preset_written
         if written not in WRITTEN_CONDITIONS:
             return f"written={written!r} must be one of " + ", ".join(map(repr, WRITTEN_CONDITIONS))
         absent = self.absent or preset_absent or field_default
