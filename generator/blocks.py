@@ -67,7 +67,7 @@ AROUND_BLOCKS = {
         **_uses(
             "binds it as a module-level name", "TABLE_SHA256 INJECTION_KEYS PARAM_PLAN_KEYS NO_RULE"
         ),
-        **_uses("defines it", "_rebuild_modules rebuild_live_plan_from_meta"),
+        **_uses("defines it", "_rebuild_modules _rebuild_live_plan_from_meta"),
         **_uses("takes it as a parameter", "meta strict"),
         **_uses(
             "binds it as a local of _rebuild_modules()", "entry fqn index modules rule rules spec"

@@ -26,7 +26,7 @@ from pathlib import Path
 from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
 from generated.freeze import freeze_plan as _freeze_plan
 from generated.meta import CodegenMeta
-from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
+from generated.rebuild import _rebuild_live_plan_from_meta
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.meta import meta_to_bytes
@@ -83,7 +83,8 @@ def _plan_bytes(plan: ShardingPlan) -> bytes:
 def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
-    """The generated rebuild, admitting Targets only under ``allow_targets``.
+    """The generated rebuild (``generated.rebuild._rebuild_live_plan_from_meta``, the name
+    upstream's runtime calls), admitting Targets only under ``allow_targets``.
 
     ``allow_targets`` holds what the calling program trusts (shardplan.convert.trust):
     exact callables (``"pkg.mod.fn"``), a module's own callables (``"pkg.mod"``), an
@@ -94,7 +95,7 @@ def rebuild_live_plan_from_meta(
     check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
     try:
-        return _generated_rebuild(meta, strict=strict)
+        return _rebuild_live_plan_from_meta(meta, strict=strict)
     finally:
         end_rebuild(token)
 
