@@ -1,22 +1,33 @@
-"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them.
+"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them;
+and the check that no row's name breaks the code rendered around it.
 
 One small record per row and step says everything its code does: what it reads, where it
 writes, when, the expression (shortcut first, the kind's function and its error path
-after), the read-back check, the refusals, and the names it calls and binds. The imports
-of a generated module are the union of its blocks' calls, and a row name clashes where a
-block binds it as a local of a module that already uses the name: nothing rendered is
-parsed back.
+after), the read-back check, the refusals, and the names it calls. The imports of a
+generated module are the union of its blocks' calls.
+
+The names a row may not take are read off what the templates render (``check_names``):
+the Python outputs are rendered once more with every row's name, key and object renamed
+to a placeholder, so every other name in them is the templates' own (imports,
+definitions, parameters, locals, builtins, a class body's fields), whatever a template
+edit adds; a row whose identifier is one of those, or begins with two underscores, is
+refused.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
+import dataclasses
+import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from generator.errors import GeneratorError
-from generator.kinds import STEPS, KindFacts
+from generator.kinds import KindFacts
 from generator.table import DERIVED, Table, Tables
 
 # Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
@@ -25,55 +36,6 @@ SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 
 
-# What the generated modules bind around the rows' blocks (imports, functions, parameters,
-# locals), by module, and how: the templates' own names. A row name a block binds there may
-# name nothing else. tests/test_generator_names.py reads the generated modules and fails
-# for a name they bind that is neither here nor a block's.
-def _uses(how: str, names: str) -> dict[str, str]:
-    return dict.fromkeys(names.split(), how)
-
-
-AROUND_BLOCKS = {
-    "freeze.py": {
-        **_uses("imports it from __future__", "annotations"),
-        **_uses("imports it from typing", "Any"),
-        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS document_of"),
-        **_uses(
-            "imports it from shardplan.artifact.plan_meta",
-            "check_modules frozen_other_keys module_path rules_in_order",
-        ),
-        **_uses("imports it from shardplan.table.format", "MATCH_KEY"),
-        **_uses("imports it from shardplan.table.spec", "ShardingPlan"),
-        **_uses("imports it from shardplan.staleness", "check_generated"),
-        **_uses("binds it as a module-level name", "TABLE_SHA256"),
-        **_uses(
-            "defines it",
-            "_frozen_entries _frozen_plan _frozen_rules freeze_for_writing freeze_injections "
-            "freeze_param_plan freeze_plan",
-        ),
-        **_uses("takes it as a parameter", "live plan"),
-        **_uses("binds it as a local", "entry extra fqn injections nested param_plan rule spec"),
-    },
-    "rebuild.py": {
-        **_uses("imports it from __future__", "annotations"),
-        **_uses("imports it from typing", "Any"),
-        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS check_meta"),
-        **_uses(
-            "imports it from shardplan.artifact.plan_meta",
-            "check_entry entry_path index_rules other_keys_of rule_path",
-        ),
-        **_uses("imports it from shardplan.table.spec", "ModuleShardingSpec ShardingPlan"),
-        **_uses("imports it from shardplan.staleness", "check_generated"),
-        **_uses(
-            "binds it as a module-level name", "TABLE_SHA256 INJECTION_KEYS PARAM_PLAN_KEYS NO_RULE"
-        ),
-        **_uses("defines it", "_rebuild_modules _rebuild_live_plan_from_meta"),
-        **_uses("takes it as a parameter", "meta strict"),
-        **_uses(
-            "binds it as a local of _rebuild_modules()", "entry fqn index modules rule rules spec"
-        ),
-    },
-}
 # Where a spec-table group's block reads and writes: the entry dict and the path's base.
 _SPEC_PLACES = {
     "param_plan": ("entry", "module_path(fqn)", "entry_path(fqn)"),
@@ -93,7 +55,6 @@ class FreezeBlock:
     written: str  # the expression written: the shortcut, then the kind's function
     otherwise: str  # the statement of the else branch, or ""
     calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
-    binds: tuple[str, ...]  # the locals it binds besides ``value``
     live_check: str = ""  # write_plan writes the live value: the plan-wide check of those
 
 
@@ -114,7 +75,6 @@ class RebuildBlock:
     call: str  # the expression for any other value
     check: str  # a derived key: the statement strict runs on a present value
     calls: tuple[str, ...]
-    binds: tuple[str, ...]
 
 
 def _type_test(types: tuple[str, ...]) -> str:
@@ -123,23 +83,18 @@ def _type_test(types: tuple[str, ...]) -> str:
     return f"type(value) in ({', '.join(types)})"
 
 
+# A word of an expression, or a literal (a key or a path, never a name) skipped whole.
+_WORD = re.compile(r"""'[^']*'|"[^"]*"|(\w+)""")
+
+
 def _calls(*expressions: str, known: frozenset[str]) -> tuple[str, ...]:
     """The names of ``known`` (kind functions, shapes, builtins) the expressions use, in
     first-use order: the expressions are the generator's own, so a word scan is exact."""
     found: dict[str, None] = {}
     for expression in expressions:
-        word, quote = "", ""
-        for char in f"{expression} ":
-            if quote:  # inside a literal: a key or a path, never a name
-                quote = "" if char == quote else quote
-            elif char.isalnum() or char == "_":
-                word += char
-                continue
-            elif char in "'\"":
-                quote = char
-            if word in known:
-                found.setdefault(word, None)
-            word = ""
+        for word in _WORD.finditer(expression):
+            if word[1] in known:
+                found.setdefault(word[1], None)
     return tuple(found)
 
 
@@ -194,7 +149,6 @@ class BlockMaker:
                 written=written,
                 otherwise="",
                 calls=_calls(written, known=self.known),
-                binds=(row.key,),
             )
         if row.group in table.top_level_groups:  # the plan level: a local, or its object
             local = not row.within
@@ -227,7 +181,6 @@ class BlockMaker:
             written=written,
             otherwise=otherwise,
             calls=_calls(condition, written, otherwise, live_check, known=self.known),
-            binds=(row.name,) if local else (),
             live_check=live_check,
         )
 
@@ -252,12 +205,10 @@ class BlockMaker:
                 call="",
                 check=check,
                 calls=_calls(check, "UNSET", known=self.known),
-                binds=(),
             )
         plan_level = row.group in table.top_level_groups
         missing = "UNSET" if plan_level else "None"
         comment = f"{row.name}: {row.rebuild}, {default} when absent"
-        binds: tuple[str, ...] = (row.name,)
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
             read, where = f"value = meta.{row.leaf}", repr(row.key)
@@ -270,7 +221,7 @@ class BlockMaker:
                 at = repr(row.within) if plan_level else base
                 tail = ", UNSET" if plan_level else ""
                 read = f"value, where = read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
-                where, binds = "where", (row.name, "where")
+                where = "where"
             else:
                 tail = ", UNSET" if plan_level else ""
                 read = f"value = {source}.get({key!r}{tail})"
@@ -301,7 +252,6 @@ class BlockMaker:
             calls=_calls(
                 read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
             ),
-            binds=binds,
         )
 
 
@@ -328,10 +278,6 @@ class Blocks:
             if isinstance(block, FreezeBlock) and block.live_check:
                 checks[block.live_check] = (*checks.get(block.live_check, ()), row.key)
         return checks
-
-    def row_names(self) -> set[str]:
-        """Every keyed row's name."""
-        return {name for _, _, name in self.by_row}
 
     def calls(self, step: str) -> set[str]:
         """Every name the blocks of ``step`` call."""
@@ -365,28 +311,187 @@ def _label(table: Table, row: Any) -> str:
     return f"{label} {table.number(row)} ({row.name})"
 
 
-def check_name_clashes(blocks: Blocks, tables: Tables, output: str) -> None:
-    """Refuse a row whose name a block binds as a local of a module that already uses the
-    name for something else (a function a block calls, a parameter, an import), and an
-    object holding nested keys whose local would shadow such a name."""
-    problems = []
-    for step, module in zip(STEPS, ("freeze.py", "rebuild.py"), strict=True):
-        bound = {name for (s, _, _), b in blocks.by_row.items() if s == step for name in b.binds}
-        used = dict(AROUND_BLOCKS[module])
-        used |= {name: "calls it in a row's block" for name in blocks.calls(step)}
-        used |= {name: "binds it in a row's block" for name in bound - blocks.row_names()}
-        used["value"] = "binds it in every row's block"
-        for table in tables:
-            containers = table.containers()
-            for row in table.keyed:
-                block = blocks.by_row[step, table.name, row.name]
-                for name in (row.name, row.within):
-                    if name in used and (name in block.binds or name in containers):
-                        problems.append(
-                            f"{_label(table, row)}: name {name!r} clashes with the generated "
-                            f"code: {output}/{module} names a Python variable after the "
-                            f"field, and already {used[name]}.\n  Rename the field (and its "
-                            "row)."
-                        )
+# ------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True)
+class _Placeholder:
+    """What a placeholder stands for: a row's name or key, or an object nested keys live
+    in (``part``), under its real identifier."""
+
+    identifier: str
+    label: str  # the row, as messages name it
+    part: str  # "field", "key" or "object"
+    owner: tuple[str, str]  # one per row or object: a row's name and key may be equal
+
+
+_FIX = {
+    "field": "Rename the field (and its row).",
+    "key": "Choose another key for the row.",
+    "object": "Choose another object for the keys nested in it.",
+}
+_PART = {"field": "the field", "key": "the key", "object": "the object its key lives in"}
+
+
+def _placeholders(tables: Tables) -> tuple[Tables, dict[str, _Placeholder]]:
+    """The tables with every row's name, key and object renamed to a placeholder that no
+    template uses, and what each placeholder stands for."""
+    found: dict[str, _Placeholder] = {}
+    probed = []
+    for table in tables:
+        renamed: dict[str, str] = {}
+        rows = []
+        for number, row in enumerate(table.rows, start=1):
+            label = _label(table, row)
+            name = f"specgen_{table.name}_{number}_name"
+            found[name] = _Placeholder(row.name, label, "field", (table.name, row.name))
+            renamed[row.name] = name
+            key = row.key
+            if key and row.group in table.top_level_groups:
+                leaf = f"specgen_{table.name}_{number}_key"
+                found[leaf] = _Placeholder(row.leaf, label, "key", (table.name, row.name))
+                key = leaf
+                if row.within:
+                    within = f"specgen_{table.name}_object_{row.within}"
+                    if within not in found:
+                        owner = (table.name, f"object {row.within}")
+                        found[within] = _Placeholder(row.within, label, "object", owner)
+                    key = f"{within}{table.separator}{leaf}"
+            rows.append(dataclasses.replace(row, name=name, key=key))
+        probed.append(
+            dataclasses.replace(
+                table,
+                rows=tuple(rows),
+                presences={renamed[n]: p for n, p in table.presences.items()},
+                records={renamed[n]: r for n, r in table.records.items()},
+            )
+        )
+    return Tables(tuple(probed)), found
+
+
+# How a module's own use of a name reads in a message, the strongest first.
+_RANKS = ("imports", "defines", "module", "parameter", "local", "class", "builtin", "reads")
+
+
+class _Uses(ast.NodeVisitor):
+    """Every identifier a rendered module binds or reads, with how (its strongest use),
+    and where each placeholder occurs: its scope, and whether as a class's field."""
+
+    def __init__(self, placeholders: frozenset[str]) -> None:
+        self.placeholders = placeholders
+        self.uses: dict[str, tuple[int, str]] = {}
+        self.at: dict[str, list[tuple[str, str]]] = {}  # placeholder -> (scope, what)
+        self.scope, self.kind = "", "module"
+
+    def use(self, name: str, rank: str, how: str) -> None:
+        if name in self.placeholders:
+            what = f"a field of {self.scope}" if self.kind == "class" else "a Python variable"
+            self.at.setdefault(name, []).append((self.scope, what))
+        elif _RANKS.index(rank) < self.uses.get(name, (len(_RANKS), ""))[0]:
+            self.uses[name] = (_RANKS.index(rank), how)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.use(alias.asname or alias.name.split(".")[0], "imports", "imports it")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            name = alias.asname or alias.name
+            self.use(name, "imports", f"imports it from {node.module}")
+
+    def _enter(self, node: ast.FunctionDef | ast.ClassDef, kind: str) -> None:
+        at_module = self.kind == "module"
+        self.use(node.name, "defines" if at_module else "local", "defines it")
+        for child in (*node.decorator_list, *getattr(node, "bases", ())):
+            self.visit(child)
+        outer = self.scope, self.kind
+        self.scope = f"{node.name}()" if kind == "function" else node.name
+        self.kind = kind
+        if isinstance(node, ast.FunctionDef):
+            self.visit(node.args)
+            if node.returns is not None:
+                self.visit(node.returns)
+        for statement in node.body:
+            self.visit(statement)
+        self.scope, self.kind = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._enter(node, "function")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._enter(node, "class")
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.use(node.arg, "parameter", f"takes it as a parameter of {self.scope}")
+        if node.annotation is not None:
+            self.visit(node.annotation)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            rank, how = {
+                "module": ("module", "binds it as a module-level name"),
+                "class": ("class", f"binds it in the {self.scope} class body"),
+            }.get(self.kind, ("local", f"binds it as a local of {self.scope}"))
+        elif node.id in _BUILTINS:
+            rank, how = "builtin", "uses it as Python's builtin"
+        else:
+            rank, how = "reads", f"reads it in {self.scope or 'the module'}"
+        self.use(node.id, rank, how)
+
+
+@functools.lru_cache(maxsize=8)
+def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
+    """The uses of a rendered module, or None where it is not Python. Kept for the next
+    run of the process: a table edit that keeps a module's rendered text reads it once."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    uses = _Uses(placeholders)
+    uses.visit(tree)
+    return uses
+
+
+def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], output: str) -> None:
+    """Refuse (GeneratorError, every row at once) a row whose name, key or object the
+    Python outputs name a variable or a class's field after, where the module already
+    uses that identifier for something of its own, another row uses it in the same scope,
+    or it begins with two underscores (Python's own names, mangled in a class body).
+    ``render`` renders the Python outputs of tables (unformatted), keyed by file name."""
+    probed, placeholders = _placeholders(tables)
+    problems: dict[tuple[str, str], str] = {}  # the first module's word on each identifier
+    for module, source in render(probed).items():
+        uses = _read(source, frozenset(placeholders))
+        if uses is None:  # the real render fails black's parse, which names the place
+            continue
+        owners: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (scope, identifier)
+        for name, places in uses.at.items():
+            for scope, _ in places:
+                owners.setdefault((scope, placeholders[name].identifier), set()).add(
+                    placeholders[name].owner
+                )
+        for name, places in uses.at.items():
+            stands = placeholders[name]
+            real, shared = stands.identifier, ""
+            for scope, _ in places:
+                if len(owners[scope, real]) > 1:
+                    shared = scope
+            if real.startswith("__"):
+                how = (
+                    "Python keeps names beginning with two underscores for itself (__init__, "
+                    "__dict__, __class__) and mangles the rest in a class body"
+                )
+            elif real in uses.uses:
+                how = f"already {uses.uses[real][1]}"
+            elif shared:
+                how = f"already names the same in {shared} after another row"
+            else:
+                continue
+            problems.setdefault(
+                (stands.label, real),
+                f"{stands.label}: name {real!r} clashes with the generated code: "
+                f"{output}/{module} names {places[0][1]} after {_PART[stands.part]}, and "
+                f"{how}.\n  {_FIX[stands.part]}",
+            )
     if problems:
-        raise GeneratorError("\n".join(dict.fromkeys(problems)))
+        raise GeneratorError("\n".join(problems.values()))
