@@ -55,7 +55,6 @@ class FreezeBlock:
     written: str  # the expression written: the shortcut, then the kind's function
     otherwise: str  # the statement of the else branch, or ""
     calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
-    live_check: str = ""  # write_plan writes the live value: the plan-wide check of those
 
 
 @dataclass(frozen=True)
@@ -113,28 +112,36 @@ class BlockMaker:
             return repr(key)
         return f"{base} + {self.field_path('', key)!r}"
 
-    def _frozen(self, table: Table, row: Any, where: str) -> str:
+    def _frozen(self, row: Any, where: str) -> str:
         kinds, function = self.kinds, self.kinds.function("freeze", row.freeze)
         frozen = f"{function}(value, {where})"
         if not kinds.reads_back(row.freeze, row.rebuild):
             frozen = f"admit({kinds.function('rebuild', row.rebuild)}, {frozen}, {where})"
         shortcut = kinds.freeze_shortcut(row.freeze, row.rebuild)
         if shortcut[:1] == ("call",):
-            frozen = f"{shortcut[1]}(value) or {frozen}"
+            call = self.entry_shortcut(row)[0] or shortcut[1]
+            frozen = f"{call}(value) or {frozen}"
         elif shortcut[:1] == ("is",):
             frozen = f"value if {_type_test(shortcut[1:])} else {frozen}"
-        # An entry's value for write_plan (live): the live value, where it can be written as
-        # it stands, before any of freeze's copies.
-        live = self._live(row)[0]
-        if live:
-            frozen = f"(live and {live}(value)) or {frozen}"
         return frozen
 
-    def _live(self, row: Any) -> tuple[str, str]:
-        """The row's write shortcut (an entry's key only), or ``("", "")``."""
+    def entry_shortcut(self, row: Any) -> tuple[str, str, str, str]:
+        """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
+        function, its plan-wide check)``; else four "". The entries' function takes the
+        shortcut as a parameter named after freeze's (common_frozen_table: frozen_table),
+        which write_plan passes its own function as: the live value, written as it stands."""
         if row.group != self.param_plan_group:
-            return ("", "")
-        return self.kinds.write_shortcut(row.freeze, row.rebuild)
+            return ("", "", "", "")
+        live, check = self.kinds.write_shortcut(row.freeze, row.rebuild)
+        shortcut = self.kinds.freeze_shortcut(row.freeze, row.rebuild)
+        if not live:
+            return ("", "", "", "")
+        if shortcut[:1] != ("call",):
+            raise GeneratorError(
+                f"kind {row.freeze!r} has a write shortcut ({live}) but no freeze shortcut "
+                "function it could stand for: give its record a ('call', ...) shortcut"
+            )
+        return (shortcut[1].removeprefix("common_"), shortcut[1], live, check)
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -144,27 +151,24 @@ class BlockMaker:
             return FreezeBlock(
                 comment=f"{row.key}: {row.freeze}, derived from the entries",
                 source="",
-                target=row.key,
+                target=f"document[{row.key!r}]",
                 condition="",
                 written=written,
                 otherwise="",
                 calls=_calls(written, known=self.known),
             )
-        if row.group in table.top_level_groups:  # the plan level: a local, or its object
-            local = not row.within
-            target = row.name if local else f"{row.within}[{row.leaf!r}]"
+        if row.group in table.top_level_groups:  # the plan level: the document, or its object
+            target = f"{row.within or 'document'}[{row.leaf!r}]"
             source, where = f"plan.{row.name}", repr(row.name)
         else:
             out, base, _ = _SPEC_PLACES[row.group]
-            local, target = False, f"{out}[{row.key!r}]"
+            target = f"{out}[{row.key!r}]"
             source, where = f"spec.{row.name}", self._where(base, row.name)
         condition = {"always": "", "truthy": "value"}.get(presence.written, "value is not None")
         otherwise = ""
         if presence.refuses_none:
             otherwise = f"refuse_none({presence.absent}, {where})"
-        elif local and condition:
-            otherwise = f"{target} = UNSET"
-        written = self._frozen(table, row, where)
+        written = self._frozen(row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
         comment = f"{row.name}: {row.freeze}, written " + (
@@ -172,7 +176,6 @@ class BlockMaker:
         )
         if not self.kinds.reads_back(row.freeze, row.rebuild):
             comment += f", once {row.rebuild} reads it back"
-        live_check = self._live(row)[1]
         return FreezeBlock(
             comment=comment,
             source=source,
@@ -180,8 +183,7 @@ class BlockMaker:
             condition=condition,
             written=written,
             otherwise=otherwise,
-            calls=_calls(condition, written, otherwise, live_check, known=self.known),
-            live_check=live_check,
+            calls=_calls(condition, written, otherwise, known=self.known),
         )
 
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
@@ -260,6 +262,13 @@ class Blocks:
     """Every row's block of both steps, decided once a run; templates print them."""
 
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock]  # (step, table, row)
+    # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
+    # entry keys write_plan writes live, by the plan-wide check of their values.
+    entry_shortcuts: dict[str, tuple[str, str]]
+    live_checks: dict[str, tuple[str, ...]]
+    # The top-level keys freeze may leave out (written when not None or truthy): CodegenMeta
+    # holds UNSET for such a key the document does not have.
+    optional_keys: frozenset[str]
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -269,21 +278,16 @@ class Blocks:
         """The row's rebuild assignment."""
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
 
-    def live_checks(self, table: Table) -> dict[str, tuple[str, ...]]:
-        """The entry keys write_plan writes live, by the check their values take together
-        (a write shortcut's), in table order."""
-        checks: dict[str, tuple[str, ...]] = {}
-        for row in table.keyed:
-            block = self.by_row.get(("freeze", table.name, row.name))
-            if isinstance(block, FreezeBlock) and block.live_check:
-                checks[block.live_check] = (*checks.get(block.live_check, ()), row.key)
-        return checks
-
     def calls(self, step: str) -> set[str]:
-        """Every name the blocks of ``step`` call."""
-        return {
+        """Every name the generated module of ``step`` calls for its blocks."""
+        calls = {
             name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
         }
+        if step == "freeze":
+            calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
+            calls |= set(self.live_checks)
+            calls |= {"UNSET"} if self.optional_keys else set()
+        return calls
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
         """What the generated module of ``step`` imports for its blocks: the kinds
@@ -296,14 +300,30 @@ class Blocks:
 
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
-    """Decide every keyed row's block of both steps."""
+    """Decide every keyed row's block of both steps, and what write_plan's entries differ
+    by: the shortcuts it passes and the checks it runs."""
     maker = BlockMaker(kinds, form)
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
+    shortcuts: dict[str, tuple[str, str]] = {}
+    checks: dict[str, tuple[str, ...]] = {}
+    optional: set[str] = set()
     for table in tables:
         for row in table.keyed:
             by_row["freeze", table.name, row.name] = maker.freeze(table, row)
             by_row["rebuild", table.name, row.name] = maker.rebuild(table, row)
-    return Blocks(by_row)
+            parameter, copy, live, check = maker.entry_shortcut(row)
+            if parameter:
+                if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
+                    raise GeneratorError(
+                        f"{_label(table, row)}: write_plan's shortcut {live} and another's "
+                        f"both stand for {copy}: give the kinds one write shortcut for it"
+                    )
+                checks[check] = (*checks.get(check, ()), row.key)
+            top_level = row.group in table.top_level_groups and not row.within
+            top_level = top_level and table.roles[row.group] != DERIVED
+            if top_level and table.presence(row).written != "always":
+                optional.add(row.leaf)
+    return Blocks(by_row, shortcuts, checks, frozenset(optional))
 
 
 def _label(table: Table, row: Any) -> str:

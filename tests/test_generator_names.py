@@ -211,7 +211,7 @@ def test_a_plan_key_that_would_break_codegen_meta_is_refused_naming_the_row(key:
         ("check_meta", "meta.py", "a field of CodegenMeta after the key, and already defines it."),
         ("extra_keys", None, None),  # no name the generated code uses: accepted
         ("strict", "rebuild.py", "a Python variable after the field, and already takes it as a"),
-        ("value", "freeze.py", "a Python variable after the field, and already binds it as a"),
+        ("value", "rebuild.py", "a Python variable after the field, and already binds it as a"),
     ],
 )
 def test_a_plan_row_is_refused_where_its_name_or_key_shadows_the_generated_code(

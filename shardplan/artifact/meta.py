@@ -22,6 +22,7 @@ from typing import Any
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.artifact.shapes import UNSET
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, check_argument, described, json_type, key_path
@@ -30,7 +31,7 @@ from shardplan.staleness import require_generated
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
 require_generated("generated.meta")
-from generated.meta import RENAMED, CodegenMeta, check_meta, document_of  # noqa: E402
+from generated.meta import RENAMED, CodegenMeta, check_meta  # noqa: E402
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
 
@@ -59,7 +60,14 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
     field is a key the document does not have)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_meta(meta)
-    return document_of(meta)
+    # Each field under its own name, the reader's KNOWN_KEYS; check_meta has refused an
+    # extra key that is also a field's.
+    document = dict(meta.extra)
+    for key in KNOWN_KEYS:
+        value = getattr(meta, key)
+        if value is not UNSET:
+            document[key] = value
+    return document
 
 
 # Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,
