@@ -1,22 +1,33 @@
-"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them.
+"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them;
+and the check that no row's name breaks the code rendered around it.
 
 One small record per row and step says everything its code does: what it reads, where it
 writes, when, the expression (shortcut first, the kind's function and its error path
-after), the read-back check, the refusals, and the names it calls and binds. The imports
-of a generated module are the union of its blocks' calls, and a row name clashes where a
-block binds it as a local of a module that already uses the name: nothing rendered is
-parsed back.
+after), the read-back check, the refusals, and the names it calls. The imports of a
+generated module are the union of its blocks' calls.
+
+The names a row may not take are read off what the templates render (``check_names``):
+the Python outputs are rendered once more with every row's name, key and object renamed
+to a placeholder, so every other name in them is the templates' own (imports,
+definitions, parameters, locals, builtins, a class body's fields), whatever a template
+edit adds; a row whose identifier is one of those, or begins with two underscores, is
+refused.
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
+import dataclasses
+import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from .errors import GeneratorError
-from .kinds import STEPS, KindFacts
+from .kinds import KindFacts
 from .table import DERIVED, Table, Tables
 
 # Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
@@ -25,55 +36,6 @@ SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 
 
-# What the generated modules bind around the rows' blocks (imports, functions, parameters,
-# locals), by module, and how: the templates' own names. A row name a block binds there may
-# name nothing else. tests/test_generator_names.py reads the generated modules and fails
-# for a name they bind that is neither here nor a block's.
-def _uses(how: str, names: str) -> dict[str, str]:
-    return dict.fromkeys(names.split(), how)
-
-
-AROUND_BLOCKS = {
-    "freeze.py": {
-        **_uses("imports it from __future__", "annotations"),
-        **_uses("imports it from typing", "Any"),
-        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS document_of"),
-        **_uses(
-            "imports it from shardplan.artifact.plan_meta",
-            "check_modules frozen_other_keys module_path rules_in_order",
-        ),
-        **_uses("imports it from shardplan.table.format", "MATCH_KEY"),
-        **_uses("imports it from shardplan.table.spec", "ShardingPlan"),
-        **_uses("imports it from shardplan.staleness", "check_generated"),
-        **_uses("binds it as a module-level name", "TABLE_SHA256"),
-        **_uses(
-            "defines it",
-            "_frozen_entries _frozen_plan _frozen_rules freeze_for_writing freeze_injections "
-            "freeze_param_plan freeze_plan",
-        ),
-        **_uses("takes it as a parameter", "live plan"),
-        **_uses("binds it as a local", "entry extra fqn injections nested param_plan rule spec"),
-    },
-    "rebuild.py": {
-        **_uses("imports it from __future__", "annotations"),
-        **_uses("imports it from typing", "Any"),
-        **_uses("imports it from generated.meta", "CodegenMeta NESTED_KEYS OWNED_KEYS check_meta"),
-        **_uses(
-            "imports it from shardplan.artifact.plan_meta",
-            "check_entry entry_path index_rules other_keys_of rule_path",
-        ),
-        **_uses("imports it from shardplan.table.spec", "ModuleShardingSpec ShardingPlan"),
-        **_uses("imports it from shardplan.staleness", "check_generated"),
-        **_uses(
-            "binds it as a module-level name", "TABLE_SHA256 INJECTION_KEYS PARAM_PLAN_KEYS NO_RULE"
-        ),
-        **_uses("defines it", "_rebuild_modules rebuild_live_plan_from_meta"),
-        **_uses("takes it as a parameter", "meta strict"),
-        **_uses(
-            "binds it as a local of _rebuild_modules()", "entry fqn index modules rule rules spec"
-        ),
-    },
-}
 # Where a spec-table group's block reads and writes: the entry dict and the path's base.
 _SPEC_PLACES = {
     "param_plan": ("entry", "module_path(fqn)", "entry_path(fqn)"),
@@ -93,8 +55,6 @@ class FreezeBlock:
     written: str  # the expression written: the shortcut, then the kind's function
     otherwise: str  # the statement of the else branch, or ""
     calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
-    binds: tuple[str, ...]  # the locals it binds besides ``value``
-    live_check: str = ""  # write_plan writes the live value: the plan-wide check of those
 
 
 @dataclass(frozen=True)
@@ -114,7 +74,6 @@ class RebuildBlock:
     call: str  # the expression for any other value
     check: str  # a derived key: the statement strict runs on a present value
     calls: tuple[str, ...]
-    binds: tuple[str, ...]
 
 
 def _type_test(types: tuple[str, ...]) -> str:
@@ -123,23 +82,18 @@ def _type_test(types: tuple[str, ...]) -> str:
     return f"type(value) in ({', '.join(types)})"
 
 
+# A word of an expression, or a literal (a key or a path, never a name) skipped whole.
+_WORD = re.compile(r"""'[^']*'|"[^"]*"|(\w+)""")
+
+
 def _calls(*expressions: str, known: frozenset[str]) -> tuple[str, ...]:
     """The names of ``known`` (kind functions, shapes, builtins) the expressions use, in
     first-use order: the expressions are the generator's own, so a word scan is exact."""
     found: dict[str, None] = {}
     for expression in expressions:
-        word, quote = "", ""
-        for char in f"{expression} ":
-            if quote:  # inside a literal: a key or a path, never a name
-                quote = "" if char == quote else quote
-            elif char.isalnum() or char == "_":
-                word += char
-                continue
-            elif char in "'\"":
-                quote = char
-            if word in known:
-                found.setdefault(word, None)
-            word = ""
+        for word in _WORD.finditer(expression):
+            if word[1] in known:
+                found.setdefault(word[1], None)
     return tuple(found)
 
 
@@ -158,28 +112,36 @@ class BlockMaker:
             return repr(key)
         return f"{base} + {self.field_path('', key)!r}"
 
-    def _frozen(self, table: Table, row: Any, where: str) -> str:
+    def _frozen(self, row: Any, where: str) -> str:
         kinds, function = self.kinds, self.kinds.function("freeze", row.freeze)
         frozen = f"{function}(value, {where})"
         if not kinds.reads_back(row.freeze, row.rebuild):
             frozen = f"admit({kinds.function('rebuild', row.rebuild)}, {frozen}, {where})"
         shortcut = kinds.freeze_shortcut(row.freeze, row.rebuild)
         if shortcut[:1] == ("call",):
-            frozen = f"{shortcut[1]}(value) or {frozen}"
+            call = self.entry_shortcut(row)[0] or shortcut[1]
+            frozen = f"{call}(value) or {frozen}"
         elif shortcut[:1] == ("is",):
             frozen = f"value if {_type_test(shortcut[1:])} else {frozen}"
-        # An entry's value for write_plan (live): the live value, where it can be written as
-        # it stands, before any of freeze's copies.
-        live = self._live(row)[0]
-        if live:
-            frozen = f"(live and {live}(value)) or {frozen}"
         return frozen
 
-    def _live(self, row: Any) -> tuple[str, str]:
-        """The row's write shortcut (an entry's key only), or ``("", "")``."""
+    def entry_shortcut(self, row: Any) -> tuple[str, str, str, str]:
+        """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
+        function, its plan-wide check)``; else four "". The entries' function takes the
+        shortcut as a parameter named after freeze's (common_frozen_table: frozen_table),
+        which write_plan passes its own function as: the live value, written as it stands."""
         if row.group != self.param_plan_group:
-            return ("", "")
-        return self.kinds.write_shortcut(row.freeze, row.rebuild)
+            return ("", "", "", "")
+        live, check = self.kinds.write_shortcut(row.freeze, row.rebuild)
+        shortcut = self.kinds.freeze_shortcut(row.freeze, row.rebuild)
+        if not live:
+            return ("", "", "", "")
+        if shortcut[:1] != ("call",):
+            raise GeneratorError(
+                f"kind {row.freeze!r} has a write shortcut ({live}) but no freeze shortcut "
+                "function it could stand for: give its record a ('call', ...) shortcut"
+            )
+        return (shortcut[1].removeprefix("common_"), shortcut[1], live, check)
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -189,28 +151,24 @@ class BlockMaker:
             return FreezeBlock(
                 comment=f"{row.key}: {table.record(row, 'freeze')}, derived from the entries",
                 source="",
-                target=row.key,
+                target=f"document[{row.key!r}]",
                 condition="",
                 written=written,
                 otherwise="",
                 calls=_calls(written, known=self.known),
-                binds=(row.key,),
             )
-        if row.group in table.top_level_groups:  # the plan level: a local, or its object
-            local = not row.within
-            target = row.name if local else f"{row.within}[{row.leaf!r}]"
+        if row.group in table.top_level_groups:  # the plan level: the document, or its object
+            target = f"{row.within or 'document'}[{row.leaf!r}]"
             source, where = f"plan.{row.name}", repr(row.name)
         else:
             out, base, _ = _SPEC_PLACES[row.group]
-            local, target = False, f"{out}[{row.key!r}]"
+            target = f"{out}[{row.key!r}]"
             source, where = f"spec.{row.name}", self._where(base, row.name)
         condition = {"always": "", "truthy": "value"}.get(presence.written, "value is not None")
         otherwise = ""
         if presence.refuses_none:
             otherwise = f"refuse_none({presence.absent}, {where})"
-        elif local and condition:
-            otherwise = f"{target} = UNSET"
-        written = self._frozen(table, row, where)
+        written = self._frozen(row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
         comment = f"{row.name}: {table.record(row, 'freeze')}, written " + (
@@ -218,7 +176,6 @@ class BlockMaker:
         )
         if not self.kinds.reads_back(row.freeze, row.rebuild):
             comment += f", once {table.record(row, 'rebuild')} reads it back"
-        live_check = self._live(row)[1]
         return FreezeBlock(
             comment=comment,
             source=source,
@@ -226,9 +183,7 @@ class BlockMaker:
             condition=condition,
             written=written,
             otherwise=otherwise,
-            calls=_calls(condition, written, otherwise, live_check, known=self.known),
-            binds=(row.name,) if local else (),
-            live_check=live_check,
+            calls=_calls(condition, written, otherwise, known=self.known),
         )
 
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
@@ -252,12 +207,10 @@ class BlockMaker:
                 call="",
                 check=check,
                 calls=_calls(check, "UNSET", known=self.known),
-                binds=(),
             )
         plan_level = row.group in table.top_level_groups
         missing = "UNSET" if plan_level else "None"
         comment = f"{row.name}: {table.record(row, 'rebuild')}, {default} when absent"
-        binds: tuple[str, ...] = (row.name,)
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
             read, where = f"value = meta.{row.leaf}", repr(row.key)
@@ -270,7 +223,7 @@ class BlockMaker:
                 at = repr(row.within) if plan_level else base
                 tail = ", UNSET" if plan_level else ""
                 read = f"value, where = read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
-                where, binds = "where", (row.name, "where")
+                where = "where"
             else:
                 tail = ", UNSET" if plan_level else ""
                 read = f"value = {source}.get({key!r}{tail})"
@@ -301,7 +254,6 @@ class BlockMaker:
             calls=_calls(
                 read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
             ),
-            binds=binds,
         )
 
 
@@ -310,6 +262,13 @@ class Blocks:
     """Every row's block of both steps, decided once a run; templates print them."""
 
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock]  # (step, table, row)
+    # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
+    # entry keys write_plan writes live, by the plan-wide check of their values.
+    entry_shortcuts: dict[str, tuple[str, str]]
+    live_checks: dict[str, tuple[str, ...]]
+    # The top-level keys freeze may leave out (written when not None or truthy): CodegenMeta
+    # holds UNSET for such a key the document does not have.
+    optional_keys: frozenset[str]
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -319,25 +278,16 @@ class Blocks:
         """The row's rebuild assignment."""
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
 
-    def live_checks(self, table: Table) -> dict[str, tuple[str, ...]]:
-        """The entry keys write_plan writes live, by the check their values take together
-        (a write shortcut's), in table order."""
-        checks: dict[str, tuple[str, ...]] = {}
-        for row in table.keyed:
-            block = self.by_row.get(("freeze", table.name, row.name))
-            if isinstance(block, FreezeBlock) and block.live_check:
-                checks[block.live_check] = (*checks.get(block.live_check, ()), row.key)
-        return checks
-
-    def row_names(self) -> set[str]:
-        """Every keyed row's name."""
-        return {name for _, _, name in self.by_row}
-
     def calls(self, step: str) -> set[str]:
-        """Every name the blocks of ``step`` call."""
-        return {
+        """Every name the generated module of ``step`` calls for its blocks."""
+        calls = {
             name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
         }
+        if step == "freeze":
+            calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
+            calls |= set(self.live_checks)
+            calls |= {"UNSET"} if self.optional_keys else set()
+        return calls
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
         """What the generated module of ``step`` imports for its blocks: the kinds
@@ -350,14 +300,30 @@ class Blocks:
 
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
-    """Decide every keyed row's block of both steps."""
+    """Decide every keyed row's block of both steps, and what write_plan's entries differ
+    by: the shortcuts it passes and the checks it runs."""
     maker = BlockMaker(kinds, form)
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
+    shortcuts: dict[str, tuple[str, str]] = {}
+    checks: dict[str, tuple[str, ...]] = {}
+    optional: set[str] = set()
     for table in tables:
         for row in table.keyed:
             by_row["freeze", table.name, row.name] = maker.freeze(table, row)
             by_row["rebuild", table.name, row.name] = maker.rebuild(table, row)
-    return Blocks(by_row)
+            parameter, copy, live, check = maker.entry_shortcut(row)
+            if parameter:
+                if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
+                    raise GeneratorError(
+                        f"{_label(table, row)}: write_plan's shortcut {live} and another's "
+                        f"both stand for {copy}: give the kinds one write shortcut for it"
+                    )
+                checks[check] = (*checks.get(check, ()), row.key)
+            top_level = row.group in table.top_level_groups and not row.within
+            top_level = top_level and table.roles[row.group] != DERIVED
+            if top_level and table.presence(row).written != "always":
+                optional.add(row.leaf)
+    return Blocks(by_row, shortcuts, checks, frozenset(optional))
 
 
 def _label(table: Table, row: Any) -> str:
@@ -365,28 +331,187 @@ def _label(table: Table, row: Any) -> str:
     return f"{label} {table.number(row)} ({row.name})"
 
 
-def check_name_clashes(blocks: Blocks, tables: Tables, output: str) -> None:
-    """Refuse a row whose name a block binds as a local of a module that already uses the
-    name for something else (a function a block calls, a parameter, an import), and an
-    object holding nested keys whose local would shadow such a name."""
-    problems = []
-    for step, module in zip(STEPS, ("freeze.py", "rebuild.py"), strict=True):
-        bound = {name for (s, _, _), b in blocks.by_row.items() if s == step for name in b.binds}
-        used = dict(AROUND_BLOCKS[module])
-        used |= {name: "calls it in a row's block" for name in blocks.calls(step)}
-        used |= {name: "binds it in a row's block" for name in bound - blocks.row_names()}
-        used["value"] = "binds it in every row's block"
-        for table in tables:
-            containers = table.containers()
-            for row in table.keyed:
-                block = blocks.by_row[step, table.name, row.name]
-                for name in (row.name, row.within):
-                    if name in used and (name in block.binds or name in containers):
-                        problems.append(
-                            f"{_label(table, row)}: name {name!r} clashes with the generated "
-                            f"code: {output}/{module} names a Python variable after the "
-                            f"field, and already {used[name]}.\n  Rename the field (and its "
-                            "row)."
-                        )
+# ------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True)
+class _Placeholder:
+    """What a placeholder stands for: a row's name or key, or an object nested keys live
+    in (``part``), under its real identifier."""
+
+    identifier: str
+    label: str  # the row, as messages name it
+    part: str  # "field", "key" or "object"
+    owner: tuple[str, str]  # one per row or object: a row's name and key may be equal
+
+
+_FIX = {
+    "field": "Rename the field (and its row).",
+    "key": "Choose another key for the row.",
+    "object": "Choose another object for the keys nested in it.",
+}
+_PART = {"field": "the field", "key": "the key", "object": "the object its key lives in"}
+
+
+def _placeholders(tables: Tables) -> tuple[Tables, dict[str, _Placeholder]]:
+    """The tables with every row's name, key and object renamed to a placeholder that no
+    template uses, and what each placeholder stands for."""
+    found: dict[str, _Placeholder] = {}
+    probed = []
+    for table in tables:
+        renamed: dict[str, str] = {}
+        rows = []
+        for number, row in enumerate(table.rows, start=1):
+            label = _label(table, row)
+            name = f"specgen_{table.name}_{number}_name"
+            found[name] = _Placeholder(row.name, label, "field", (table.name, row.name))
+            renamed[row.name] = name
+            key = row.key
+            if key and row.group in table.top_level_groups:
+                leaf = f"specgen_{table.name}_{number}_key"
+                found[leaf] = _Placeholder(row.leaf, label, "key", (table.name, row.name))
+                key = leaf
+                if row.within:
+                    within = f"specgen_{table.name}_object_{row.within}"
+                    if within not in found:
+                        owner = (table.name, f"object {row.within}")
+                        found[within] = _Placeholder(row.within, label, "object", owner)
+                    key = f"{within}{table.separator}{leaf}"
+            rows.append(dataclasses.replace(row, name=name, key=key))
+        probed.append(
+            dataclasses.replace(
+                table,
+                rows=tuple(rows),
+                presences={renamed[n]: p for n, p in table.presences.items()},
+                records={renamed[n]: r for n, r in table.records.items()},
+            )
+        )
+    return Tables(tuple(probed)), found
+
+
+# How a module's own use of a name reads in a message, the strongest first.
+_RANKS = ("imports", "defines", "module", "parameter", "local", "class", "builtin", "reads")
+
+
+class _Uses(ast.NodeVisitor):
+    """Every identifier a rendered module binds or reads, with how (its strongest use),
+    and where each placeholder occurs: its scope, and whether as a class's field."""
+
+    def __init__(self, placeholders: frozenset[str]) -> None:
+        self.placeholders = placeholders
+        self.uses: dict[str, tuple[int, str]] = {}
+        self.at: dict[str, list[tuple[str, str]]] = {}  # placeholder -> (scope, what)
+        self.scope, self.kind = "", "module"
+
+    def use(self, name: str, rank: str, how: str) -> None:
+        if name in self.placeholders:
+            what = f"a field of {self.scope}" if self.kind == "class" else "a Python variable"
+            self.at.setdefault(name, []).append((self.scope, what))
+        elif _RANKS.index(rank) < self.uses.get(name, (len(_RANKS), ""))[0]:
+            self.uses[name] = (_RANKS.index(rank), how)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.use(alias.asname or alias.name.split(".")[0], "imports", "imports it")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            name = alias.asname or alias.name
+            self.use(name, "imports", f"imports it from {node.module}")
+
+    def _enter(self, node: ast.FunctionDef | ast.ClassDef, kind: str) -> None:
+        at_module = self.kind == "module"
+        self.use(node.name, "defines" if at_module else "local", "defines it")
+        for child in (*node.decorator_list, *getattr(node, "bases", ())):
+            self.visit(child)
+        outer = self.scope, self.kind
+        self.scope = f"{node.name}()" if kind == "function" else node.name
+        self.kind = kind
+        if isinstance(node, ast.FunctionDef):
+            self.visit(node.args)
+            if node.returns is not None:
+                self.visit(node.returns)
+        for statement in node.body:
+            self.visit(statement)
+        self.scope, self.kind = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._enter(node, "function")
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._enter(node, "class")
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.use(node.arg, "parameter", f"takes it as a parameter of {self.scope}")
+        if node.annotation is not None:
+            self.visit(node.annotation)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            rank, how = {
+                "module": ("module", "binds it as a module-level name"),
+                "class": ("class", f"binds it in the {self.scope} class body"),
+            }.get(self.kind, ("local", f"binds it as a local of {self.scope}"))
+        elif node.id in _BUILTINS:
+            rank, how = "builtin", "uses it as Python's builtin"
+        else:
+            rank, how = "reads", f"reads it in {self.scope or 'the module'}"
+        self.use(node.id, rank, how)
+
+
+@functools.lru_cache(maxsize=8)
+def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
+    """The uses of a rendered module, or None where it is not Python. Kept for the next
+    run of the process: a table edit that keeps a module's rendered text reads it once."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    uses = _Uses(placeholders)
+    uses.visit(tree)
+    return uses
+
+
+def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], output: str) -> None:
+    """Refuse (GeneratorError, every row at once) a row whose name, key or object the
+    Python outputs name a variable or a class's field after, where the module already
+    uses that identifier for something of its own, another row uses it in the same scope,
+    or it begins with two underscores (Python's own names, mangled in a class body).
+    ``render`` renders the Python outputs of tables (unformatted), keyed by file name."""
+    probed, placeholders = _placeholders(tables)
+    problems: dict[tuple[str, str], str] = {}  # the first module's word on each identifier
+    for module, source in render(probed).items():
+        uses = _read(source, frozenset(placeholders))
+        if uses is None:  # the real render fails black's parse, which names the place
+            continue
+        owners: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (scope, identifier)
+        for name, places in uses.at.items():
+            for scope, _ in places:
+                owners.setdefault((scope, placeholders[name].identifier), set()).add(
+                    placeholders[name].owner
+                )
+        for name, places in uses.at.items():
+            stands = placeholders[name]
+            real, shared = stands.identifier, ""
+            for scope, _ in places:
+                if len(owners[scope, real]) > 1:
+                    shared = scope
+            if real.startswith("__"):
+                how = (
+                    "Python keeps names beginning with two underscores for itself (__init__, "
+                    "__dict__, __class__) and mangles the rest in a class body"
+                )
+            elif real in uses.uses:
+                how = f"already {uses.uses[real][1]}"
+            elif shared:
+                how = f"already names the same in {shared} after another row"
+            else:
+                continue
+            problems.setdefault(
+                (stands.label, real),
+                f"{stands.label}: name {real!r} clashes with the generated code: "
+                f"{output}/{module} names {places[0][1]} after {_PART[stands.part]}, and "
+                f"{how}.\n  {_FIX[stands.part]}",
+            )
     if problems:
-        raise GeneratorError("\n".join(dict.fromkeys(problems)))
+        raise GeneratorError("\n".join(problems.values()))

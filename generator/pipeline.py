@@ -1,5 +1,6 @@
 """The pipeline in one call, the same for every table: load -> validate and reflect ->
-kinds -> name clashes -> render -> format -> evolution lock; files in memory."""
+kinds -> names (what the templates render) -> render -> format -> evolution lock; files in
+memory."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from .blocks import Blocks, check_name_clashes, make_blocks
+from .blocks import Blocks, check_names, make_blocks
 from .config import Config
 from .emit import build_outputs, check_formatter
 from .evolution import Changes, LockMode, lock_of, settle
 from .kinds import KindFacts, read_kinds
-from .render import make_environment, render_all
+from .render import make_environment, render_all, render_python
 from .table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
@@ -24,6 +25,7 @@ def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]
 
 
 def _validated(
+    env: jinja2.Environment,
     kinds: KindFacts,
     form: Format,
     config: Config,
@@ -31,17 +33,19 @@ def _validated(
 ) -> tuple[Tables, Blocks]:
     found = load_tables(config) if loaded is None else loaded
     tables = Tables(tuple(validate(table, kinds, form) for table in found))
-    blocks = make_blocks(kinds, form.module, tables)
-    check_name_clashes(blocks, tables, config.output_name)
-    return tables, blocks
+    check_names(
+        tables,
+        lambda probed: render_python(env, probed, config, make_blocks(kinds, form.module, probed)),
+        config.output_name,
+    )
+    return tables, make_blocks(kinds, form.module, tables)
 
 
 def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
     """Every table, validated against its class, the format, the kinds the kinds module
     declares and the names the generated code binds. ``loaded`` stands in for the
     configured tables (tests)."""
-    _, kinds, form = _environment(config)
-    return _validated(kinds, form, config, loaded)[0]
+    return _validated(*_environment(config), config, loaded)[0]
 
 
 @dataclass
@@ -65,7 +69,7 @@ def generate(
     generated (``evolution.settle``). Touches no file."""
     check_formatter(config)
     env, kinds, form = _environment(config)
-    tables, blocks = _validated(kinds, form, config, loaded)
+    tables, blocks = _validated(env, kinds, form, config, loaded)
     changes, breaks, notes = settle(config, tables, mode)
     files = build_outputs(
         render_all(env, tables, config, blocks, lock_of(tables, breaks)), tables, config

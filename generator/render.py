@@ -183,6 +183,27 @@ def render_all(
 ) -> dict[str, str]:
     """Render each declared output (unformatted), keyed by file name: ``blocks``, every
     row's code decided; ``lock``, the table lock to write (``evolution.lock_of``)."""
+    return _render(env, tables, config, blocks, lock, output_templates(env, config))
+
+
+def render_python(
+    env: jinja2.Environment, tables: Tables, config: Config, blocks: Blocks
+) -> dict[str, str]:
+    """Render the declared Python outputs only (unformatted), keyed by file name: what the
+    name check reads (``generator.blocks.check_names``)."""
+    templates = output_templates(env, config)
+    python = {name: template for name, template in templates.items() if name.endswith(".py")}
+    return _render(env, tables, config, blocks, {}, python)
+
+
+def _render(
+    env: jinja2.Environment,
+    tables: Tables,
+    config: Config,
+    blocks: Blocks,
+    lock: dict[str, Any],
+    templates: dict[str, str],
+) -> dict[str, str]:
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(
             f"{env.globals['templates_folder']}/{KINDS_TEMPLATE} is missing: it lays out each "
@@ -197,7 +218,7 @@ def render_all(
         "lock": lock,
     }
     sources: dict[str, str] = {}
-    for out_name, template in output_templates(env, config).items():
+    for out_name, template in templates.items():
         module_file = f"{config.output_name}/{out_name}"
         with _one_message(env):  # an expression that raised ({{ 1 // 0 }}): one message
             source = env.get_template(template).render(context, module_file=module_file)

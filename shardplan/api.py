@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
     from generated.freeze import freeze_plan as _freeze_plan
     from generated.meta import CodegenMeta
-    from generated.rebuild import rebuild_live_plan_from_meta as _generated_rebuild
+    from generated.rebuild import _rebuild_live_plan_from_meta as _generated_rebuild
 else:  # under the generated package's name here: see shardplan.staleness
     _meta, _freeze, _rebuild = generated_modules("meta", "freeze", "rebuild")
     CodegenMeta = _meta.CodegenMeta
     freeze_for_writing, _freeze_plan = _freeze.freeze_for_writing, _freeze.freeze_plan
     freeze_injections, freeze_param_plan = _freeze.freeze_injections, _freeze.freeze_param_plan
-    _generated_rebuild = _rebuild.rebuild_live_plan_from_meta
+    _generated_rebuild = _rebuild._rebuild_live_plan_from_meta
 
 # After the check on purpose: these imports are the expensive part.
 import os
@@ -88,7 +88,8 @@ def _plan_bytes(plan: ShardingPlan) -> bytes:
 def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
-    """The generated rebuild, admitting Targets only under ``allow_targets``.
+    """The generated rebuild (``generated.rebuild._rebuild_live_plan_from_meta``, the name
+    upstream's runtime calls), admitting Targets only under ``allow_targets``.
 
     ``allow_targets`` holds what the calling program trusts (shardplan.convert.trust):
     exact callables (``"pkg.mod.fn"``), a module's own callables (``"pkg.mod"``), an

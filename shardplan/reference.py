@@ -190,12 +190,14 @@ def rebuild_live_plan_from_meta(
     check_argument(strict, bool, "True or False", MetaError, "strict")
     token = begin_rebuild(allow_targets)
     try:
-        return _rebuild(meta, strict)
+        return _rebuild_live_plan_from_meta(meta, strict=strict)
     finally:
         end_rebuild(token)
 
 
-def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
+def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+    """The table walk under the name upstream's runtime calls, as generated/rebuild.py
+    defines it; Targets as the caller's ``begin_rebuild`` admits them."""
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
     # The document as the file holds it: a field that is UNSET is a key it does not have.

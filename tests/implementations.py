@@ -1,7 +1,9 @@
 """Run a test module against both implementations: the reference and the generated code.
 
 Both modules expose the same functions (``freeze_plan``, ``freeze_param_plan``,
-``freeze_injections``, ``rebuild_live_plan_from_meta``), so each is taken as it is.
+``freeze_injections``, ``rebuild_live_plan_from_meta``), so each is taken as it is; the
+last admits Targets under ``allow_targets`` around each module's
+``_rebuild_live_plan_from_meta``, the name upstream's runtime calls.
 Per-kind and bad-input tests then check the templates too, not only the table walker.
 """
 

@@ -1,5 +1,7 @@
 """A field may not be named after a name the generated code binds where the field's local
-would live; every other name works.
+would live, nor a plan-level key after a name CodegenMeta's class body or its module uses,
+nor either begin with two underscores; every other name works. What the generated code
+uses is read off what the templates render, so a template's new name is covered too.
 
 Every run is in this process (tests.helpers.run_specgen_here, call_in): no case needs a real
 one.
@@ -12,11 +14,15 @@ import dataclasses
 import functools
 from pathlib import Path
 
+import pytest
+
 from generator import pipeline
 from generator.__main__ import ExitStatus
 from generator.config import load_config
 from generator.errors import GeneratorError
 from generator.table import load_tables
+from shardplan.table.format import GROUP_OTHERS, GROUP_PLAN
+from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec_fields import GROUP_INJECTIONS, GROUP_PARAM_PLAN, SPEC_FIELDS, SpecField
 from tests.helpers import (
     REPO,
@@ -24,8 +30,10 @@ from tests.helpers import (
     added_row_number,
     call_in,
     copy_repo,
+    insert_text,
     run_specgen_here,
     snapshot,
+    with_doc,
 )
 
 CONFIG = load_config(REPO)
@@ -72,15 +80,24 @@ def _environment() -> tuple[object, ...]:
     return pipeline._environment(CONFIG)
 
 
-def _try_field(name: str, group: str) -> str | None:
-    """The generator's refusal of the table plus a row ``name`` in ``group``, or None: what
+@functools.cache
+def _loaded() -> tuple[object, ...]:
+    """The configured tables as imported, once: each trial adds its row to a copy."""
+    return tuple(load_tables(CONFIG))
+
+
+def _try_field(name: str, group: str, key: str = "", table: int = 0) -> str | None:
+    """The generator's refusal of the tables plus a row ``name`` (keyed ``key``, default
+    the name) in ``group`` of the ``table``-th table, or None: what
     pipeline.load_validated_tables does, with the environment made once."""
-    spec, *others = load_tables(CONFIG)
-    row = SpecField(name, name, group, "scalar", "opt_scalar", doc="A probe.")
-    trial = dataclasses.replace(spec, rows=(*spec.rows, row), fields={**spec.fields, name: True})
-    _, kinds, form = _environment()
+    tables = list(_loaded())
+    row = SpecField(name, key or name, group, "scalar", "opt_scalar", doc="A probe.")
+    loaded = tables[table]
+    tables[table] = dataclasses.replace(
+        loaded, rows=(*loaded.rows, row), fields={**loaded.fields, name: True}
+    )
     try:
-        pipeline._validated(kinds, form, CONFIG, (trial, *others))  # type: ignore[arg-type]
+        pipeline._validated(*_environment(), CONFIG, tuple(tables))  # type: ignore[arg-type]
     except GeneratorError as exc:
         return str(exc)
     return None
@@ -162,3 +179,121 @@ def test_fields_named_after_generated_code_exit_2_naming_each_row_and_the_clash(
         )  # check_meta
         assert "and already binds it as a module-level name." in result.stderr  # NO_RULE
     assert snapshot(repo_copy / "generated") == before
+
+
+# ------------------------------------------------------------------- plan-level keys
+
+PLAN_ROW = len(PLAN_FIELDS) + 1  # a row added at the end of the plan table (in process)
+# Plan-level keys the issue found accepted although the generated code then broke: every
+# freeze raised a TypeError (field, __init__), `import generated.meta` failed (__dict__),
+# every artifact failed to load (__class__). Each becomes a field of CodegenMeta.
+BREAKING_PLAN_KEYS = {
+    "field": "and already imports it from dataclasses.",
+    "__init__": "and Python keeps names beginning with two underscores for itself",
+    "__dict__": "and Python keeps names beginning with two underscores for itself",
+    "__class__": "and Python keeps names beginning with two underscores for itself",
+}
+
+
+@pytest.mark.parametrize("key", sorted(BREAKING_PLAN_KEYS))
+def test_a_plan_key_that_would_break_codegen_meta_is_refused_naming_the_row(key: str) -> None:
+    refusal = _try_field("probe", GROUP_PLAN, key=key, table=1)
+    assert refusal is not None and refusal.startswith(
+        f"table 'plan' row {PLAN_ROW} (probe): name {key!r} clashes with the generated code: "
+        "generated/meta.py names a field of CodegenMeta after the key, " + BREAKING_PLAN_KEYS[key]
+    ), refusal
+    assert refusal.endswith("Choose another key for the row."), refusal
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "how"),
+    [
+        ("check_meta", "meta.py", "a field of CodegenMeta after the key, and already defines it."),
+        ("extra_keys", None, None),  # no name the generated code uses: accepted
+        ("strict", "rebuild.py", "a Python variable after the field, and already takes it as a"),
+        ("value", "rebuild.py", "a Python variable after the field, and already binds it as a"),
+    ],
+)
+def test_a_plan_row_is_refused_where_its_name_or_key_shadows_the_generated_code(
+    name: str, module: str | None, how: str | None
+) -> None:
+    refusal = _try_field(name, GROUP_PLAN, table=1)
+    if module is None:
+        assert refusal is None
+    else:
+        assert refusal is not None and refusal.startswith(
+            f"table 'plan' row {PLAN_ROW} ({name}): name {name!r} clashes with the generated "
+            f"code: generated/{module} names {how}"
+        ), refusal
+
+
+@pytest.mark.parametrize("name", ["__init__", "__dict__", "__class__", "__private"])
+def test_a_spec_field_beginning_with_two_underscores_is_refused(name: str) -> None:
+    refusal = _try_field(name, GROUP_INJECTIONS)
+    assert refusal is not None and refusal.startswith(
+        f"table row {len(ROW) + 1} ({name}): name {name!r} clashes with the generated code: "
+        "generated/rebuild.py names a Python variable after the field, and Python keeps names "
+        "beginning with two underscores for itself"
+    ), refusal
+
+
+def test_a_spec_field_named_field_is_accepted_where_nothing_shadows_it() -> None:
+    # `field` is meta.py's import, but a spec field's local lives in rebuild.py only.
+    assert _try_field("field", GROUP_PARAM_PLAN) is None
+
+
+def test_plan_keys_that_would_break_the_generated_code_exit_2_and_write_nothing(
+    repo_copy: Path,
+) -> None:
+    """The command line, as a user meets it: each key a row of its own (a harmless field
+    name), every row named in one message, for generate and check alike."""
+    plan_file = repo_copy / "shardplan/table/plan_fields.py"
+    others = next(n for n, f in enumerate(PLAN_FIELDS, start=1) if f.group == GROUP_OTHERS)
+    for index, key in enumerate(BREAKING_PLAN_KEYS):
+        insert_text(
+            repo_copy / "shardplan/table/spec.py",
+            "    loss_parallel: bool = False\n",
+            f"    probe_{index}: object = None\n",
+        )
+        row = f'SpecField("probe_{index}", "{key}", GROUP_PLAN, "scalar", "opt_scalar")'
+        insert_text(plan_file, '    SpecField("other_keys"', f"    {with_doc(row)},\n", before=True)
+    before = snapshot(repo_copy / "generated")
+    for command in ("generate", "check"):
+        result = run_specgen_here(repo_copy, command)
+        assert result.returncode == ExitStatus.BAD_INPUT, result.stderr
+        assert "Traceback" not in result.stderr
+        for index, key in enumerate(BREAKING_PLAN_KEYS):
+            assert (
+                f"table 'plan' row {others + index} (probe_{index}): name {key!r} clashes with "
+                "the generated code: generated/meta.py names a field of CodegenMeta after the "
+                f"key, {BREAKING_PLAN_KEYS[key]}"
+            ) in result.stderr, result.stderr
+    assert snapshot(repo_copy / "generated") == before
+
+
+def test_a_name_a_template_edit_introduces_is_refused_with_no_list_to_update(
+    repo_copy: Path,
+) -> None:
+    """The names come from what the templates render: a helper a template starts to call
+    is refused as a field name at once, and accepted again once the template drops it."""
+    template = repo_copy / "templates/rebuild.py.j2"
+    original = template.read_text(encoding="utf-8")
+    insert_text(
+        template,
+        "NO_RULE: tuple[int, dict[str, Any]] = (-1, {})\n",
+        "\n\ndef new_helper() -> None:\n    pass\n",
+    )
+    add_field(
+        repo_copy,
+        "new_helper",
+        'SpecField("new_helper", "new_helper", GROUP_PARAM_PLAN, "scalar", "opt_scalar")',
+    )
+    result = run_specgen_here(repo_copy)
+    assert result.returncode == ExitStatus.BAD_INPUT, result.stderr
+    assert (
+        f"table row {added_row_number()} (new_helper): name 'new_helper' clashes with the "
+        "generated code: generated/rebuild.py names a Python variable after the field, and "
+        "already defines it.\n  Rename the field (and its row)."
+    ) in result.stderr
+    template.write_text(original, encoding="utf-8")
+    assert run_specgen_here(repo_copy).returncode == 0

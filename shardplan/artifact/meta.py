@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
+from shardplan.artifact.shapes import UNSET
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
 from shardplan.errors import MetaError, check_argument, described, json_type, key_path
@@ -30,11 +31,11 @@ from shardplan.staleness import generated_modules
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
 if TYPE_CHECKING:
-    from generated.meta import RENAMED, CodegenMeta, check_meta, document_of
+    from generated.meta import RENAMED, CodegenMeta, check_meta
 else:
     (_generated,) = generated_modules("meta")
     RENAMED, CodegenMeta = _generated.RENAMED, _generated.CodegenMeta
-    check_meta, document_of = _generated.check_meta, _generated.document_of
+    check_meta = _generated.check_meta
 
 KNOWN_KEYS = tuple(f.name for f in fields(CodegenMeta) if f.name != "extra")
 
@@ -63,7 +64,14 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
     field is a key the document does not have)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_meta(meta)
-    return document_of(meta)
+    # Each field under its own name, the reader's KNOWN_KEYS; check_meta has refused an
+    # extra key that is also a field's.
+    document = dict(meta.extra)
+    for key in KNOWN_KEYS:
+        value = getattr(meta, key)
+        if value is not UNSET:
+            document[key] = value
+    return document
 
 
 # Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,

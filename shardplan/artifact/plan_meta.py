@@ -22,7 +22,7 @@ from shardplan.errors import (
     key_path,
     shown,
 )
-from shardplan.table.format import MATCH_KEY
+from shardplan.table.format import GROUP_INJECTIONS, GROUP_PARAM_PLAN, MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
 if TYPE_CHECKING:
@@ -81,6 +81,12 @@ def frozen_other_keys(
     raise_if_unwritable(dict(value), path, FreezeError, allow_tuples=False)
     copy: dict[str, Any] = json_copy(dict(value))
     for key in copy:
+        if key in (GROUP_PARAM_PLAN, GROUP_INJECTIONS):  # the document's own, from the modules
+            raise FreezeError(
+                key_path(path, key),
+                f"{key!r} is the key the modules' specs are written under; it cannot ride "
+                f"along in {path}",
+            )
         if key in owned and key not in nested:
             raise FreezeError(
                 key_path(path, key),
