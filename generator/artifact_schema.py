@@ -115,7 +115,31 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
         return f"({types},)" if "," not in types else f"({types})"
 
+    def kind_names() -> list[dict[str, str]]:
+        """One row per kind name rows may use, as fields.md lists them: for each step it
+        serves, the record generated code calls and the presence the name says."""
+        found = []
+        for name in sorted(kinds.names):
+            steps = kinds.names[name]
+            freeze, rebuild = steps.get("freeze"), steps.get("rebuild")
+            record = (rebuild or freeze or ("", ""))[0]
+            found.append(
+                {
+                    "name": name,
+                    "freeze": f"`freeze_{freeze[0]}`, written {freeze[1]}" if freeze else "",
+                    "rebuild": (
+                        f"`rebuild_{rebuild[0]}`, absent: "
+                        + (f"`{rebuild[1]}`" if rebuild[1] else "the field's default")
+                        if rebuild
+                        else ""
+                    ),
+                    "shows": kinds.records[record]["shows"] if record in kinds.records else "",
+                }
+            )
+        return found
+
     return {
+        "kind_names": kind_names(),
         "python_types": python_types,
         "schema_id": SCHEMA_ID,
         "placement_pattern": form.module.PLACEMENT_PATTERN,

@@ -417,7 +417,8 @@ class _Uses(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
             name = alias.asname or alias.name
-            self.use(name, "imports", f"imports it from {node.module}")
+            source = "." * node.level + (node.module or "")
+            self.use(name, "imports", f"imports it from {source}")
 
     def _enter(self, node: ast.FunctionDef | ast.ClassDef, kind: str) -> None:
         at_module = self.kind == "module"

@@ -269,7 +269,10 @@ class ReadmeSteps:
         for file, literal, code in fragments:
             code = renamed(code)
             path = root / file
-            if literal:  # an entry of the dict literal the marker names
+            if literal and file.endswith(".md"):  # a row of the table whose header starts so
+                header = _after_line(path, rf"^\| {literal} \|")
+                _insert_lines(path, header + 1, code.strip() + "\n")
+            elif literal:  # an entry of the dict literal the marker names
                 _insert_lines(path, _after_line(path, rf"^{literal}: dict\["), _indented(code))
             elif file == SPEC_MODULE:  # the dataclass field, after the one the prose names
                 fields = dict(_class_fields(root, self.cls))

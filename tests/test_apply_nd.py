@@ -24,7 +24,8 @@ from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.rows import SpecField
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
-from tests.helpers import QWEN3_MOE, shared_fixture
+from tests.additions import fresh_name
+from tests.helpers import QWEN3_MOE, REPO, shared_fixture
 
 MESH = {"cp": 2, "tp": 2}
 REGION = MeshShape(("cp", "tp"), (2, 2))
@@ -207,12 +208,13 @@ def test_every_row_of_both_tables_has_an_apply_decision() -> None:
 
 
 def test_a_row_added_by_the_readme_steps_has_no_decision_until_one_is_written() -> None:
-    added = SpecField("grad_clip", "grad_clip", "param_plan", "scalar", "opt_scalar", doc="Clip.")
+    name = fresh_name(REPO, "ModuleShardingSpec", "grad_clip")  # README's, unless taken
+    added = SpecField(name, name, "param_plan", "scalar", "opt_scalar", doc="Clip.")
     rows = (*SPEC_FIELDS, added)
-    assert undecided((row.name for row in rows), SPEC_DECISIONS) == ["grad_clip"]
-    decided = {**SPEC_DECISIONS, "grad_clip": ("not an apply input", "optimizer setting")}
+    assert undecided((row.name for row in rows), SPEC_DECISIONS) == [name]
+    decided = {**SPEC_DECISIONS, name: ("not an apply input", "optimizer setting")}
     assert undecided((row.name for row in rows), decided) == []
-    assert undecided(["grad_clip"], {"grad_clip": ("not an apply input", " ")}) == ["grad_clip"]
+    assert undecided([name], {name: ("not an apply input", " ")}) == [name]
 
 
 def test_every_other_key_of_the_fixture_has_an_apply_decision() -> None:

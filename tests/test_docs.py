@@ -92,42 +92,19 @@ def test_every_section_of_the_contract_the_code_cites_exists() -> None:
 # ---------------------------------------------------------------- tables checked against code
 
 
-def kinds_table() -> str:
-    """docs/contract.md §4's table of kind names, as the kinds module gives it.
-
-    Written against KindFacts' smallest surface: the kind names a row may give for each
-    step (``kinds``), the record a name stands for and the presence it implies.
-    """
+def test_the_field_reference_lists_every_kind_name_with_its_records() -> None:
+    """generated/fields.md's "Kind names" (rendered from the kinds module, so `make check`
+    keeps it fresh) has a row for every name, naming the functions it calls."""
     from generator.kinds import read_kinds
     from shardplan.table import format as form
 
     facts = read_kinds(REPO, "shardplan.convert.kinds", form)
-    freeze, rebuild = set(facts.kinds("freeze")), set(facts.kinds("rebuild"))
-    lines = [
-        "| kind | record | freeze writes the key | rebuild, key absent | JSON type |",
-        "|---|---|---|---|---|",
-    ]
-    for name in sorted(freeze | rebuild):
-        step = "freeze" if name in freeze else "rebuild"
-        record = facts.record(step, name)
-        written = facts.preset("freeze", name) if name in freeze else "(a rebuild kind only)"
-        absent = "(a freeze kind only)"
-        if name in rebuild:
-            preset = facts.preset("rebuild", name)
-            absent = f"`{preset}`" if preset else "the field's default"
-        shows = facts.records[record]["shows"]
-        lines.append(f"| `{name}` | `{record}` | {written} | {absent} | {shows} |")
-    return "\n".join(lines)
-
-
-def test_the_contracts_kinds_table_is_the_kinds_module() -> None:
-    """Adding, removing or renaming a kind, or changing what its name implies, fails here
-    until docs/contract.md §4 says it: the message holds the table to paste."""
-    expected = kinds_table()
-    text = CONTRACT.read_text()
-    match = re.search(r"<!-- kinds table:[^\n]*-->\n(.*?)\n<!-- end of kinds table -->", text, re.S)
-    assert match, "docs/contract.md has no kinds table between its markers"
-    assert match[1] == expected, f"docs/contract.md §4: replace the kinds table with\n{expected}"
+    section = (REPO / "generated" / "fields.md").read_text().partition("## Kind names")[2]
+    rows = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)` \|.*$", section, re.M)}
+    assert set(rows) == set(facts.names)
+    for name, steps in facts.names.items():
+        for step, (record, _) in steps.items():
+            assert f"`{step}_{record}`" in rows[name], (name, step)
 
 
 def test_every_kind_record_has_a_row_in_the_contracts_records_table() -> None:
