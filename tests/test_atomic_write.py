@@ -127,6 +127,7 @@ def test_the_writer_process_does_not_import_torch() -> None:
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.processes
 def test_a_writer_killed_at_random_points_leaves_only_the_target_never_torn(
     target: Path,
 ) -> None:
@@ -156,6 +157,7 @@ def test_a_writer_killed_at_random_points_leaves_only_the_target_never_torn(
     assert writing >= KILLS // 4, f"only {writing} of {KILLS} kills landed in a write"
 
 
+@pytest.mark.processes
 def test_a_killed_writer_without_unnamed_files_is_cleaned_up_by_the_next_write(
     target: Path,
 ) -> None:

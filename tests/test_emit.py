@@ -315,6 +315,7 @@ def test_an_orphan_another_run_removed_first_is_no_error(
     assert not emit.write(config, expected)
 
 
+@pytest.mark.processes
 def test_concurrent_runs_over_the_same_orphans_all_succeed(repo_copy: Path) -> None:
     for number in range(30):
         (repo_copy / "generated" / f"old_{number}.py").write_text(
@@ -370,6 +371,7 @@ while True:
 KILLED_OUTPUTS = ["codegen_meta.schema.json", "fields.md", "freeze.py"]
 
 
+@pytest.mark.processes
 def test_a_generator_run_killed_at_random_points_leaves_only_whole_outputs(
     tmp_path: Path,
 ) -> None:
@@ -412,6 +414,7 @@ def test_a_generator_run_killed_at_random_points_leaves_only_whole_outputs(
     assert sorted(p.name for p in (tmp_path / "generated").iterdir()) == KILLED_OUTPUTS
 
 
+@pytest.mark.processes
 def test_the_next_run_removes_what_a_killed_run_left(repo_copy: Path) -> None:
     """A staged file or an orphan set aside, under the dead run's temporary name."""
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **_OUT)

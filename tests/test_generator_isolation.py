@@ -18,6 +18,9 @@ import pytest
 
 from tests.helpers import SITE_PACKAGES, copy_repo, snapshot
 
+# Every test here starts fresh interpreters to watch what they import and run.
+pytestmark = pytest.mark.processes
+
 TABLE = "shardplan/table/spec_fields.py"
 DOC = 'doc="The declared order of the module\'s outputs."'
 

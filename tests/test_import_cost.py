@@ -11,6 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# The tests here start fresh interpreters to watch what they import (and scan sources).
+pytestmark = pytest.mark.processes
+
 REPO = Path(__file__).resolve().parents[1]
 CHEAP_MODULES = ("shardplan.table.spec", "shardplan.table.spec_fields", "shardplan.artifact.meta")
 

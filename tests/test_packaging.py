@@ -17,6 +17,9 @@ import pytest
 
 from tests.helpers import REPO
 
+# Every test here starts fresh interpreters to watch what they import and run.
+pytestmark = pytest.mark.processes
+
 BUILT_FROM = ("pyproject.toml", "README.md", "shardplan", "generator", "generated")
 DATA = ("codegen_meta.schema.json", "fields.md")
 NO_EXTRA = "import sys; sys.modules['black'] = sys.modules['jinja2'] = None; "

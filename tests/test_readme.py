@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import REPO
 
 
@@ -23,6 +25,7 @@ def _first_python_block() -> str:
     return match[1]
 
 
+@pytest.mark.processes
 def test_the_readmes_first_python_block_runs_as_written_in_an_empty_folder(
     tmp_path: Path,
 ) -> None:

@@ -65,6 +65,7 @@ def test_a_generic_dispatcher_is_refused_even_when_its_package_is_allowed(
     assert caught.value.path == PLACE
 
 
+@pytest.mark.processes
 def test_refusing_dangerous_callables_imports_nothing_and_writes_nothing(
     tmp_path: Path, implementation: str
 ) -> None:

@@ -12,9 +12,13 @@ fragments (so the steps tested are the steps written), so the test also passes w
 already holds a user's rows, and a name a user already took is not taken twice.
 
 Which tests run in the copy, by a rule, not by hand: all of them but the ones marked
-``processes`` (they start torch process groups to apply the example plans and the shared
-fixture; a row added as README says is "not an apply input", step 3, so those runs cannot
-see it) and the ones marked ``copies_the_suite`` (this one: it would recurse).
+``processes`` and ``copies_the_suite`` (this one: it would recurse). A ``processes`` test
+starts other processes to watch what they do: torch process groups applying the example
+plans and the shared fixture (a row added as README says is "not an apply input", step 3,
+so they cannot see it), writers killed or raced, fresh interpreters' imports and entry
+points. What they watch is the processes, not the table's rows, and the suite runs them on
+the product table; in the copy they would double the cost of this test for no row they
+could see.
 """
 
 from __future__ import annotations
