@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,15 @@ settings.register_profile(
     "steps", max_examples=10, deadline=None, suppress_health_check=_SLOW_DRAWS
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def okpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An importable module ``okpkg`` re-exporting subprocess.run as ``go``, run in tmp (the
+    trust tests' package that an entry admits)."""
+    from tests.trust_helpers import OKPKG_SOURCE, installed
+
+    yield from installed(tmp_path, monkeypatch, {"okpkg.py": OKPKG_SOURCE})
 
 
 @pytest.fixture

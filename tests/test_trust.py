@@ -9,7 +9,6 @@ imported at rebuild.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +27,12 @@ from tests.trust_helpers import (
     PLACE,
     PWNED,
     compute_fn,
-    installed,
     meta_with,
     target_meta,
 )
 
 impl: Any = None
 implementation = use_both_implementations(__name__)
-
-
-@pytest.fixture
-def okpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An importable module ``okpkg`` re-exporting subprocess.run as ``go``, run in tmp."""
-    yield from installed(tmp_path, monkeypatch, {"okpkg.py": OKPKG_SOURCE})
 
 
 # ------------------------------------------------------------------ the issue's artifact

@@ -29,7 +29,6 @@ from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import QWEN3_MOE, shared_fixture
 from tests.implementations import use_both_implementations
 from tests.trust_helpers import (
-    OKPKG_SOURCE,
     PLACE,
     PWNED,
     compute_fn,
@@ -40,12 +39,6 @@ from tests.trust_helpers import (
 
 impl: Any = None
 implementation = use_both_implementations(__name__)
-
-
-@pytest.fixture
-def okpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An importable module ``okpkg`` re-exporting subprocess.run as ``go``, run in tmp."""
-    yield from installed(tmp_path, monkeypatch, {"okpkg.py": OKPKG_SOURCE})
 
 
 # --------------------------------------------------------------- what a re-export reaches
