@@ -1,18 +1,6 @@
-"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them;
-and the check that no row's name breaks the code rendered around it.
-
-One small record per row and step says everything its code does: what it reads, where it
-writes, when, the expression (shortcut first, the kind's function and its error path
-after), the read-back check, the refusals, and the names it calls. The imports of a
-generated module are the union of its blocks' calls.
-
-The names a row may not take are read off what the templates render (``check_names``):
-the Python outputs are rendered once more with every row's name, key and object renamed
-to a placeholder, so every other name in them is the templates' own (imports,
-definitions, parameters, locals, builtins, a class body's fields), whatever a template
-edit adds; a row whose identifier is one of those, or begins with two underscores, is
-refused.
-"""
+"""Each row's freeze block and rebuild assignment, decided here (``kinds.j2`` prints them;
+a generated module imports the union of its blocks' calls), and the check that no row's
+name breaks the code rendered around it (``check_names``)."""
 
 from __future__ import annotations
 
@@ -127,9 +115,7 @@ class BlockMaker:
 
     def entry_shortcut(self, row: Any) -> tuple[str, str, str, str]:
         """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
-        function, its plan-wide check)``; else four "". The entries' function takes the
-        shortcut as a parameter named after freeze's (common_frozen_table: frozen_table),
-        which write_plan passes its own function as: the live value, written as it stands."""
+        function, its plan-wide check)`` (the parameter named after freeze's); else four ""."""
         if row.group != self.param_plan_group:
             return ("", "", "", "")
         live, check = self.kinds.write_shortcut(row.freeze, row.rebuild)
@@ -278,8 +264,9 @@ class Blocks:
         """The row's rebuild assignment."""
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
 
-    def calls(self, step: str) -> set[str]:
-        """Every name the generated module of ``step`` calls for its blocks."""
+    def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
+        """What the generated module of ``step`` imports for its blocks: the kinds
+        module's functions and the shapes' names, each sorted."""
         calls = {
             name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
         }
@@ -287,12 +274,6 @@ class Blocks:
             calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
             calls |= set(self.live_checks)
             calls |= {"UNSET"} if self.optional_keys else set()
-        return calls
-
-    def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
-        """What the generated module of ``step`` imports for its blocks: the kinds
-        module's functions and the shapes' names, each sorted."""
-        calls = self.calls(step)
         return {
             "functions": sorted(calls & (defined - SHAPES_NAMES)),
             "shapes": sorted(calls & SHAPES_NAMES),
@@ -300,8 +281,7 @@ class Blocks:
 
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
-    """Decide every keyed row's block of both steps, and what write_plan's entries differ
-    by: the shortcuts it passes and the checks it runs."""
+    """Decide every keyed row's block of both steps, and write_plan's shortcuts and checks."""
     maker = BlockMaker(kinds, form)
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
@@ -462,8 +442,7 @@ class _Uses(ast.NodeVisitor):
 
 @functools.lru_cache(maxsize=8)
 def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
-    """The uses of a rendered module, or None where it is not Python. Kept for the next
-    run of the process: a table edit that keeps a module's rendered text reads it once."""
+    """The uses of a rendered module (None: not Python), kept for the process's next run."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -474,11 +453,9 @@ def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
 
 
 def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], output: str) -> None:
-    """Refuse (GeneratorError, every row at once) a row whose name, key or object the
-    Python outputs name a variable or a class's field after, where the module already
-    uses that identifier for something of its own, another row uses it in the same scope,
-    or it begins with two underscores (Python's own names, mangled in a class body).
-    ``render`` renders the Python outputs of tables (unformatted), keyed by file name."""
+    """Refuse, every row at once, a row whose name, key or object the Python outputs
+    (``render``) bind where the module already uses that identifier, another row uses it in
+    the same scope, or it begins with two underscores (Python's own, mangled in a class)."""
     probed, placeholders = _placeholders(tables)
     problems: dict[tuple[str, str], str] = {}  # the first module's word on each identifier
     for module, source in render(probed).items():

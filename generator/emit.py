@@ -1,12 +1,6 @@
-"""The last step: black, the header stamp, then write-if-changed or compare.
-
-This is the only module that touches the disk. Nothing is written until every file has
-rendered and formatted, and the write is all-or-nothing across files: every changed file
-is staged beside its target first (``shardplan/artifact/staging.py``, the artifact writer's
-primitive too), then all are renamed into place; if any step fails, the
-staged files are removed and the files already replaced are put back, so a failure leaves
-the output folder as it was (or, if even that fails, says exactly which files changed).
-"""
+"""The last step: black, the header stamp, then compare or write, the only module that
+touches the disk. A write is all or nothing across files: every changed file is staged
+first, then all are renamed into place, and a failure puts back what was replaced."""
 
 from __future__ import annotations
 
@@ -52,9 +46,8 @@ def check_formatter(config: Config) -> None:
 
 
 def inputs_digest(table: Tables, config: Config) -> str:
-    """sha256 over everything the output depends on: the tables, the templates, the source
-    of the kinds module and of the format module, the generator's own code (its version
-    and every file of it), black's version."""
+    """sha256 over everything the output depends on: tables, templates, the kinds and format
+    modules' source, the generator's version and code, black's version."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -106,21 +99,16 @@ def format_source(source: str, name: str, template: str = "") -> str:
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
 
-def _header_lines(table: Tables, config: Config, digest: str) -> list[str]:
-    return [
+def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
+    """The finished file: the header in the file type's own comment form (JSON has none: its
+    first key, "$comment", a JSON Schema keyword too), then the body."""
+    lines = [
         f"{MARKER} by `{FIX_COMMAND}` from {table.source_files} and {config.templates_name}/. "
         "DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
         f"table sha256: {table.digest}",
         f"inputs sha256: {digest}",
     ]
-
-
-def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
-    """The finished file: the header (marker, do-not-edit, how to regenerate, the two
-    digests) in the file type's own comment form, then the body. JSON has no comments:
-    the header is its first key, "$comment" (a JSON Schema keyword too)."""
-    lines = _header_lines(table, config, digest)
     if name.endswith(".json"):
         document = json.loads(body)
         # Two-space indent and key order as rendered: the file reads like its template.
@@ -203,11 +191,8 @@ def _fix_for(exc: OSError, what: str) -> str:
 
 
 def _check_output_folder(config: Config) -> None:
-    """Refuse an output folder, or a declared output, that is something other than expected.
-
-    A folder where a module should be cannot be replaced atomically, and removing a folder
-    the user made is not specgen's call: name it and stop before writing anything.
-    """
+    """Refuse an output folder, or a declared output, that is something other than expected:
+    a folder cannot be replaced atomically, and removing one the user made is not our call."""
     out = config.output_name
     if config.output.exists() and not config.output.is_dir():
         raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
@@ -234,9 +219,8 @@ def _current(config: Config, name: str) -> bytes | None:
 
 
 def _orphans(config: Config, expected: dict[str, str]) -> list[str]:
-    """The files of the output folder that are not declared outputs, sorted: every ``*.py``
-    module (a stray module is importable, whoever wrote it), and every ``*.json`` or
-    ``*.md`` file that carries our header (another one may be the user's own)."""
+    """The files of the output folder that are no declared output, sorted: every module (it
+    is importable, whoever wrote it), and JSON or Markdown files that carry our header."""
     if not config.output.is_dir():
         return []
     found = []
@@ -256,16 +240,12 @@ _HEADERS = {
 
 
 def _generated_by_us(path: Path) -> bool:
-    """True when the file starts with our header: the @generated marker on a module's first
-    line, a JSON file's first key "$comment" or a Markdown file's first HTML comment. False
-    if it is gone (another run removed it first: that is fine, it was an orphan)."""
+    """True when the file starts with our header (see stamp())."""
     try:
         with path.open("rb") as file:
             head = file.read(4096)
-    except FileNotFoundError:
+    except OSError:  # gone (another run removed an orphan first), or unreadable: not ours
         return False
-    except OSError:
-        return False  # unreadable: not ours to remove
     header = _HEADERS.get(path.suffix)
     if header is not None:
         return header.match(head) is not None
@@ -361,19 +341,12 @@ def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder:
 
 
 def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing.
-
-    Unchanged files are not touched (tools watching mtimes see no change). On failure,
-    raises GeneratorError naming the file and the fix, after restoring the folder. Every
-    new file is staged by ``shardplan.artifact.staging``, as the artifact writer stages its file: a
-    run killed at any point leaves no temporary file behind (or, killed between two system
-    calls, one the next write into the folder removes).
-    """
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing;
+    unchanged files are not touched. Staged as the artifact writer stages its file: a killed
+    run leaves no temporary file the next write into the folder does not remove."""
     _check_output_folder(config)
-    # The primitive is imported now, never at the generator's import: a run loads the
-    # project's own `shardplan` from the project's folder (table.py) and refuses one
-    # imported from elsewhere first, so the primitive is the project's, and the same module
-    # as its artifact writer's.
+    # Imported now, not at the generator's import: after table.py loaded the project's own
+    # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
     try:
         from shardplan.artifact import staging
     except ImportError as exc:

@@ -1,11 +1,5 @@
-"""Load every field table and the dataclass it describes, and refuse a bad table.
-
-One mechanism for every table declared in ``[tool.specgen.tables]``: the rows are the
-table module's own objects (one row model, ``SpecField``), checked here field by field;
-the groups, their roles and the reserved keys come from the project's format module.
-Every problem is reported with the table, the row's number and name and the fix, all at
-once, before anything is rendered or written.
-"""
+"""Load every field table and the dataclass it describes, and refuse a bad table: every
+problem at once, each with the table, the row's number and name and the fix."""
 
 from __future__ import annotations
 
@@ -94,15 +88,12 @@ class Table:
         """The row's 1-based number, as a reviewer counts rows."""
         return next(n for n, r in enumerate(self.rows, start=1) if r is row)
 
-    def retired_keys(self, group: str) -> tuple[str, ...]:
-        """The retired keys rebuild accepts and drops in ``group``, in table order."""
-        return tuple(gone.key for gone in self.retired if gone.group == group)
-
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
         rows = self.group(group)
         aliases = tuple(alias for row in rows for alias in row.aliases)
-        return (*(row.key for row in rows), *aliases, *self.retired_keys(group))
+        retired = tuple(gone.key for gone in self.retired if gone.group == group)
+        return (*(row.key for row in rows), *aliases, *retired)
 
     def containers(self) -> tuple[str, ...]:
         """The top-level objects that hold nested keys, in table order."""
@@ -184,8 +175,7 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``; else None. A
-    namespace package (no ``__file__``) is outside when none of its folders is inside."""
+    """Where ``module`` was imported from, when that is outside ``root``; else None."""
     file = getattr(module, "__file__", None)
     if file:
         path = Path(file).resolve()
@@ -196,25 +186,17 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
     return None
 
 
-def _packages(name: str) -> list[str]:
-    """``a.b.c`` -> ``["a", "a.b", "a.b.c"]``: the modules importing ``name`` imports."""
-    parts = name.split(".")
-    return [".".join(parts[: n + 1]) for n in range(len(parts))]
-
-
 def _import_module(name: str, root: Path, what: str) -> ModuleType:
-    """Import one of the project's modules from ``root``, and only from there.
-
-    Another checkout first on the path (PYTHONPATH, an editable install) would otherwise
-    hand the generator that checkout's table: refused, naming both places.
-    """
+    """Import one of the project's modules from ``root``, and only from there (not another
+    checkout first on the path)."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
     # A module this process imported before (a caller that imported another checkout's
     # package, then ran specgen in-process) is handed back as it is, whatever the path says.
+    parts = name.split(".")
     before = {
         held: sys.modules[held]
-        for held in _packages(name)
+        for held in (".".join(parts[: n + 1]) for n in range(len(parts)))
         if held in sys.modules and _outside(sys.modules[held], root) is not None
     }
     if before:
@@ -463,13 +445,8 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
         )
         return problems
     if role in (EXEMPT, OTHERS):
-        if (
-            row.key
-            or row.freeze
-            or row.rebuild
-            or row.post_init
-            or row.aliases
-            or (row.written or row.absent)
+        if any(
+            (row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)
         ):
             what = (
                 "an exempt row never crosses the artifact"
@@ -526,8 +503,7 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
 
 
 def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
-    """The row's presence (rows.Presence), or why it cannot be decided: the row model
-    resolves it (SpecField.presence) from the row, its kind names and the field."""
+    """The row's presence (rows.Presence), or why it cannot be decided (SpecField.presence)."""
     field = table.dataclass_fields.get(row.name) if role != DERIVED else None
     return row.presence(
         kinds.preset("freeze", row.freeze), kinds.preset("rebuild", row.rebuild), field
