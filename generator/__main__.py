@@ -1,18 +1,6 @@
-"""The command line: ``specgen`` / ``python -m generator``.
-
-    specgen [--root DIR] generate   write generated/ (the default when no command is given);
-                                    --allow-breaking, --new-lock: see docs/cli.md
-    specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
-    specgen [--root DIR] diff       write nothing; print the diff only
-    specgen [--root DIR] table      print the field tables
-
-``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
-``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
-are the named ``ExitStatus`` values.
-
-Every command renders or validates through Jinja2 and black, the ``codegen`` extra; they
-are imported when a command runs, so ``specgen --help`` works where the extra is not
-installed, and a command says in one line what to install.
+"""The command line: ``specgen`` / ``python -m generator`` (docs/cli.md). ``--check`` and
+``--diff`` without a command are kept for existing CI steps and pre-commit hooks. Jinja2
+and black (the ``codegen`` extra) are imported when a command runs: ``--help`` needs neither.
 """
 
 from __future__ import annotations
@@ -35,10 +23,6 @@ class ExitStatus(IntEnum):
     OK = 0  # done; for check: generated/ matches the table and templates
     DRIFT = 1  # check found generated/ differs from what the table and templates give
     BAD_INPUT = 2  # bad table, template, configuration or command line; nothing written
-
-
-class UsageError(GeneratorError):
-    """A command line that means nothing (e.g. ``specgen table --check``)."""
 
 
 def _require_codegen(command: str) -> None:
@@ -74,15 +58,13 @@ def _parser() -> argparse.ArgumentParser:
     }
     for name, help_text in helps.items():
         command = commands.add_parser(name, help=help_text, description=help_text)
-        # SUPPRESS: an option given before the command is not reset by the subparser. The
-        # aliases are accepted here only to be refused with a clear message (_command).
+        # SUPPRESS: an option given before the command is not reset by the subparser.
         command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder")
-        command.add_argument(
-            "--check", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
-        command.add_argument(
-            "--diff", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
+        # Accepted only to be refused with a clear message (_command).
+        for flag in ("--check", "--diff", *(GENERATE_ONLY if name != "generate" else ())):
+            command.add_argument(
+                flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
         if name == "generate":
             command.add_argument(
                 "--allow-breaking",
@@ -97,11 +79,6 @@ def _parser() -> argparse.ArgumentParser:
                 "deleted): merge both sides of a conflict, else write it anew from the table, "
                 "keeping every break it can read",
             )
-        else:  # accepted only to be refused with a clear message (_command)
-            for flag in GENERATE_ONLY:
-                command.add_argument(
-                    flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-                )
     return parser
 
 
@@ -111,14 +88,14 @@ def _command(args: argparse.Namespace) -> str:
     if args.command is None:
         return {"--check": "check", "--diff": "diff", None: "generate"}[alias]
     if alias:
-        raise UsageError(
+        raise GeneratorError(
             f"`specgen {args.command} {alias}` means nothing: {alias} is the old spelling of "
             f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
             f"`specgen {alias[2:]}`"
         )
     for flag in GENERATE_ONLY:
         if args.command != "generate" and hasattr(args, flag[2:].replace("-", "_")):
-            raise UsageError(
+            raise GeneratorError(
                 f"`specgen {args.command} {flag}` means nothing: {flag} changes what "
                 f"`specgen generate` writes, and {args.command} writes nothing; run "
                 f"`specgen generate {flag}`"

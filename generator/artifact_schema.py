@@ -31,6 +31,10 @@ def _property(key: str, doc: str, fragment: dict[str, Any], **more: Any) -> dict
     return {"title": key, "description": doc, **more, **fragment["schema"]}
 
 
+def _retired(gone: Any) -> dict[str, Any]:
+    return {"description": f"Retired, read and dropped: {gone.reason}", "deprecated": True}
+
+
 def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
     JSON type as the reference shows it, and the properties of a group's keys."""
@@ -73,10 +77,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                     props[leaf] = _property(alias, doc, fragment(table, row), deprecated=True)
         for gone in table.retired:
             if gone.group == group and not gone.within:
-                props[gone.key] = {
-                    "description": f"Retired, read and dropped: {gone.reason}",
-                    "deprecated": True,
-                }
+                props[gone.key] = _retired(gone)
         return props
 
     def nested_properties(table: Table, container: str) -> dict[str, Any]:
@@ -89,12 +90,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                     doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
                     extra = {} if key == row.key else {"deprecated": True}
                     props[inner] = row_property(table, row, key, doc, **extra)
-        for gone in table.retired:
-            if gone.within == container:
-                props[gone.leaf] = {
-                    "description": f"Retired, read and dropped: {gone.reason}",
-                    "deprecated": True,
-                }
+        props |= {gone.leaf: _retired(gone) for gone in table.retired if gone.within == container}
         return props
 
     def python_types(kind: str, none_too: bool = False) -> str:

@@ -297,17 +297,6 @@ class Written:
         return bool(self.written or self.removed)
 
 
-def _remove_quietly(paths: list[Path]) -> None:
-    from shardplan.artifact import staging  # write() imported it first
-
-    for path in paths:
-        try:
-            path.unlink(missing_ok=True)
-        except OSError:
-            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
-        staging.release(path)
-
-
 def _discard_quietly(staged: list[StagedFile]) -> None:
     for file in staged:
         try:
@@ -451,5 +440,10 @@ def _put_in_place(
                 f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
             ) from None
         raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
-    _remove_quietly([aside for _, aside in set_aside])
+    for _, aside in set_aside:
+        try:
+            aside.unlink(missing_ok=True)
+        except OSError:
+            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
+        staging.release(aside)
     return Written(written=[name for name, _ in replaced], removed=[name for name, _ in set_aside])

@@ -162,9 +162,8 @@ def _new_lock(
         breaks = merge_breaks(readable_breaks(committed)[0], breaks)
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
-    changes = Changes(against[0].compatible, against[0].bytes)
-    found = (c for a in against for c in a.breaking if c not in recorded)
-    changes.breaking = list(dict.fromkeys(found))  # a break one branch recorded is none
+    found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
+    changes = Changes(against[0].compatible, against[0].bytes, list(dict.fromkeys(found)))
     if sides:
         return changes, breaks, (
             f"specgen: {where}: merged both sides of the conflict; the table was checked "

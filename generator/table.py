@@ -477,7 +477,7 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
     problems += _key_shape_problems(row, table, form)
-    known = {step: kinds.kinds(step) for step in STEPS}
+    known = {step: sorted(name for name, s in kinds.names.items() if step in s) for step in STEPS}
     for step in STEPS:
         kind = getattr(row, step)
         if kind not in known[step]:
