@@ -1,7 +1,5 @@
 """The facts the artifact's schema and field reference are rendered from: each table's
-rows and their presence, each rebuild record's schema fragment (``KINDS`` in the kinds
-module) and the placement and Target grammars (the format module). Plain data in, plain data out; no torch.
-"""
+rows, each rebuild record's schema fragment, the format's grammars. No torch."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
 
     def fragment(table: Table, row: Any) -> dict[str, Any]:
         """The JSON Schema of the values strict rebuild accepts for the row's key: its rebuild
-        record's, with null where freeze writes it (``mesh_dim_names``) or, for a derived
-        key, reads it as absent."""
+        record's, with null where freeze writes it or, for a derived key, reads it as absent."""
         schema = dict(kinds.rebuild_record(row.rebuild)["schema"])
         if table.presence(row).writes_null or table.roles[row.group] == DERIVED:
             found = schema.get("type")
@@ -94,10 +91,8 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         return props
 
     def python_types(kind: str, none_too: bool = False) -> str:
-        """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
-        expression: what CodegenMeta's check admits before rebuild reads the value ("" when
-        the fragment names no JSON type to check, e.g. an ``anyOf`` of references).
-        ``none_too``: the key may hold null, which it admits too."""
+        """The exact Python types (a tuple expression; null too with ``none_too``) CodegenMeta
+        admits for a top-level value of rebuild kind ``kind``; "" where no JSON type is named."""
         schema = kinds.rebuild_record(kind)["schema"]
         alternatives = schema.get("anyOf", [schema])
         if not all("type" in alternative for alternative in alternatives):

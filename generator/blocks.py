@@ -36,13 +36,13 @@ class FreezeBlock:
     """One row's freeze block: ``value = <source>``, then ``<target> = <written>`` when
     ``condition`` holds (always where it is ""), else ``otherwise``."""
 
-    comment: str
-    source: str  # the expression the value is read from; "" for a derived key
-    target: str  # where the frozen value goes: an entry's key, or a local
-    condition: str  # "", "value" (truthy) or "value is not None"
-    written: str  # the expression written: the shortcut, then the kind's function
-    otherwise: str  # the statement of the else branch, or ""
-    calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
+    comment: str = ""
+    source: str = ""  # the expression the value is read from; "" for a derived key
+    target: str = ""  # where the frozen value goes: an entry's key, or a local
+    condition: str = ""  # "", "value" (truthy) or "value is not None"
+    written: str = ""  # the expression written: the shortcut, then the kind's function
+    otherwise: str = ""  # the statement of the else branch, or ""
+    calls: tuple[str, ...] = ()  # the names it calls (kinds module, shapes, builtins)
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,17 @@ class RebuildBlock:
     ``<target> = value`` for the shortcut's ``types``, ``default`` where ``absent_test``
     holds, else ``call``. A derived key runs ``check`` instead of assigning."""
 
-    comment: str
-    read: str
-    refuse_null: str  # the statement strict runs for a null, or ""
-    refuse_falsy: str  # the statement strict runs for a falsy value, or ""
-    types: str  # the type test of an ("is", ...) shortcut, or ""
-    target: str
-    absent_test: str
-    default: str
-    call: str  # the expression for any other value
-    check: str  # a derived key: the statement strict runs on a present value
-    calls: tuple[str, ...]
+    comment: str = ""
+    read: str = ""
+    refuse_null: str = ""  # the statement strict runs for a null, or ""
+    refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
+    types: str = ""  # the type test of an ("is", ...) shortcut, or ""
+    target: str = ""
+    absent_test: str = ""
+    default: str = ""
+    call: str = ""  # the expression for any other value
+    check: str = ""  # a derived key: the statement strict runs on a present value
+    calls: tuple[str, ...] = ()
 
 
 def _type_test(types: tuple[str, ...]) -> str:
@@ -136,11 +136,8 @@ class BlockMaker:
             written = f"{self.kinds.function('freeze', row.freeze)}(param_plan)"
             return FreezeBlock(
                 comment=f"{row.key}: {table.record(row, 'freeze')}, derived from the entries",
-                source="",
                 target=f"document[{row.key!r}]",
-                condition="",
                 written=written,
-                otherwise="",
                 calls=_calls(written, known=self.known),
             )
         if row.group in table.top_level_groups:  # the plan level: the document, or its object
@@ -151,9 +148,7 @@ class BlockMaker:
             target = f"{out}[{row.key!r}]"
             source, where = f"spec.{row.name}", self._where(base, row.name)
         condition = {"always": "", "truthy": "value"}.get(presence.written, "value is not None")
-        otherwise = ""
-        if presence.refuses_none:
-            otherwise = f"refuse_none({presence.absent}, {where})"
+        otherwise = f"refuse_none({presence.absent}, {where})" if presence.refuses_none else ""
         written = self._frozen(row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
@@ -184,18 +179,12 @@ class BlockMaker:
                 comment=f"{row.key}: {table.record(row, 'rebuild')}, derived from the entries; strict rebuild "
                 "refuses a stale one",
                 read=read,
-                refuse_null="",
-                refuse_falsy="",
-                types="",
-                target="",
                 absent_test="value is None or value is UNSET",
                 default=default,
-                call="",
                 check=check,
                 calls=_calls(check, "UNSET", known=self.known),
             )
         plan_level = row.group in table.top_level_groups
-        missing = "UNSET" if plan_level else "None"
         comment = f"{row.name}: {table.record(row, 'rebuild')}, {default} when absent"
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
@@ -204,23 +193,20 @@ class BlockMaker:
             source, base = (row.within, "") if plan_level else _SPEC_PLACES[row.group][::2]
             leaves = row.alias_leaves if plan_level else row.aliases
             key = row.leaf if plan_level else row.key
+            tail = ", UNSET" if plan_level else ""
             if leaves:
                 comment += f"; older artifacts name it {', '.join(leaves)}"
                 at = repr(row.within) if plan_level else base
-                tail = ", UNSET" if plan_level else ""
                 read = f"value, where = read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
                 where = "where"
             else:
-                tail = ", UNSET" if plan_level else ""
                 read = f"value = {source}.get({key!r}{tail})"
                 where = repr(row.key) if plan_level else self._where(base, key)
         refuse_null = ""
         if plan_level and not presence.writes_null:
             refuse_null = f"refuse_null({default}, {where})"
         refuse_falsy = f"refuse_falsy(value, {where})" if presence.written == "truthy" else ""
-        absent_test = (
-            "value is None" if missing == "None" else f"value is None or value is {missing}"
-        )
+        absent_test = "value is None" + (" or value is UNSET" if plan_level else "")
         call = f"{function}(value, {where})"
         shortcut = kinds.shortcut("rebuild", row.rebuild)
         types = _type_test(shortcut[1:]) if shortcut[:1] == ("is",) else ""
@@ -236,7 +222,6 @@ class BlockMaker:
             absent_test=absent_test,
             default=default,
             call=call,
-            check="",
             calls=_calls(
                 read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
             ),
@@ -400,7 +385,8 @@ class _Uses(ast.NodeVisitor):
             source = "." * node.level + (node.module or "")
             self.use(name, "imports", f"imports it from {source}")
 
-    def _enter(self, node: ast.FunctionDef | ast.ClassDef, kind: str) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.ClassDef) -> None:
+        kind = "function" if isinstance(node, ast.FunctionDef) else "class"
         at_module = self.kind == "module"
         self.use(node.name, "defines" if at_module else "local", "defines it")
         for child in (*node.decorator_list, *getattr(node, "bases", ())):
@@ -416,11 +402,7 @@ class _Uses(ast.NodeVisitor):
             self.visit(statement)
         self.scope, self.kind = outer
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._enter(node, "function")
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._enter(node, "class")
+    visit_ClassDef = visit_FunctionDef
 
     def visit_arg(self, node: ast.arg) -> None:
         self.use(node.arg, "parameter", f"takes it as a parameter of {self.scope}")

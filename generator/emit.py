@@ -252,12 +252,18 @@ def _generated_by_us(path: Path) -> bool:
     return MARKER.encode() in head.split(b"\n", 1)[0]
 
 
+def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The orphans we generated, and the foreign files (a stray gone by now was another
+    run's orphan to remove, not a foreign file)."""
+    strays = _orphans(config, expected)
+    ours = [name for name in strays if _generated_by_us(config.output / name)]
+    return ours, [n for n in strays if n not in ours and (config.output / n).exists()]
+
+
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
     _check_output_folder(config)
-    strays = _orphans(config, expected)
-    ours = [name for name in strays if _generated_by_us(config.output / name)]
-    foreign = [n for n in strays if n not in ours and (config.output / n).exists()]
+    ours, foreign = _strays(config, expected)
     drift = Drift(orphans=ours, foreign=foreign)
     diffs: list[str] = []
     for name, text in expected.items():
@@ -350,10 +356,7 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         for name, text in expected.items()
         if old[name] != text.encode("utf-8")
     }
-    strays = _orphans(config, expected)
-    orphans = [name for name in strays if _generated_by_us(config.output / name)]
-    # A stray gone by now was another run's orphan to remove, not a foreign file.
-    foreign = [n for n in strays if n not in orphans and (config.output / n).exists()]
+    orphans, foreign = _strays(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
     done = Written()

@@ -241,19 +241,11 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
     return module, getattr(module, attribute)
 
 
-def _relative_file(module: ModuleType, root: Path) -> str:
-    path = Path(getattr(module, "__file__", "") or module.__name__).resolve()
-    try:
-        return path.relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(module.__name__)  # outside the project: its name, never an absolute path
-
-
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
     module = _import_module(config.format, config.root, "format")
-    names = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
-    for name in (*names, "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):
+    for name in ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS",
+                 "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):  # fmt: skip
         if not hasattr(module, name):
             raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
     roles = dict(module.GROUP_ROLES)
@@ -289,14 +281,12 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     table_module, rows = _import(table.rows, config.root, "table")
     _, retired = _import(table.retired, config.root, "table")
     _, cls = _import(table.cls, config.root, "class")
-    if not isinstance(rows, (tuple, list)):
-        raise GeneratorError(
-            f"{table.rows} must be a tuple of SpecField rows, got {type(rows).__name__}"
-        )
-    if not isinstance(retired, (tuple, list)):
-        raise GeneratorError(
-            f"{table.retired} must be a tuple of RetiredKey, got {type(retired).__name__}"
-        )
+    for setting, found, what in (
+        (table.rows, rows, "SpecField rows"),
+        (table.retired, retired, "RetiredKey"),
+    ):
+        if not isinstance(found, (tuple, list)):
+            raise GeneratorError(f"{setting} must be a tuple of {what}, got {type(found).__name__}")
     if not dataclasses.is_dataclass(cls):
         raise GeneratorError(f"{table.cls} must be a dataclass")
     digest = getattr(table_module, "table_digest", None)
@@ -305,6 +295,11 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
             f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
             "guard of generated code calls it on import"
         )
+    path = Path(getattr(table_module, "__file__", "") or table_module.__name__).resolve()
+    root = config.root.resolve()  # outside it: the module's name, never an absolute path
+    source_file = (
+        path.relative_to(root).as_posix() if path.is_relative_to(root) else table_module.__name__
+    )
     return LoadedTable(
         config=table,
         rows=tuple(rows),
@@ -312,7 +307,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         fields={f.name: f.init for f in dataclasses.fields(cls)},
         dataclass_fields={f.name: f for f in dataclasses.fields(cls)},
         module=table_module.__name__,
-        source_file=_relative_file(table_module, config.root),
+        source_file=source_file,
         digest=digest,
     )
 
@@ -609,16 +604,14 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
                 f"{where}: key {row.key!r} is already used by row {first} ({first_name}).\n"
                 "  Frozen keys must be unique: choose another key."
             )
-        if row.key:
-            first_by_key.setdefault(row.key, (number, row.name))
+        elif row.key:
+            first_by_key[row.key] = (number, row.name)
     if others > 1:
         problems.append(
             f"table {name!r}: {others} rows carry the keys no row owns; one field carries them."
         )
     for field_name in loaded.fields:
-        if field_name in loaded.config.filled_elsewhere:
-            continue
-        if field_name not in first_by_name:
+        if field_name not in first_by_name and field_name not in loaded.config.filled_elsewhere:
             problems.append(
                 f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
                 f"  Add a SpecField row for it to {loaded.source_file} "
