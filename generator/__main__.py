@@ -147,7 +147,6 @@ def _run_command(
         else None
     )
     generated = generate(config, mode=LockMode.from_command(command, allow_breaking, new_lock))
-    expected = generated.files
     for note in generated.notes:
         print(note)
     if generated.changes:
@@ -156,7 +155,7 @@ def _run_command(
             f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
         )
     if command in ("check", "diff"):
-        drift = compare(config, expected)
+        drift = compare(config, generated.files)
         sys.stdout.write(drift.diff)
         if command == "check" and drift:
             print(drift.report(config), file=sys.stderr)
@@ -164,7 +163,7 @@ def _run_command(
                 print(whose, file=sys.stderr)
             return ExitStatus.DRIFT
         return ExitStatus.OK
-    done = write(config, expected)
+    done = write(config, generated.files)
     out = config.output_name
     if done and whose:
         print(whose)
@@ -191,12 +190,8 @@ def run(argv: list[str] | None = None) -> int:
         command = _command(args)
         _require_codegen(command)  # before the project is looked for: what to install first
         root = (args.root or find_root(Path.cwd())).resolve()
-        return _run_command(
-            command,
-            root,
-            allow_breaking=getattr(args, "allow_breaking", False),
-            new_lock=getattr(args, "new_lock", False),
-        )
+        flags = (getattr(args, "allow_breaking", False), getattr(args, "new_lock", False))
+        return _run_command(command, root, *flags)
     except GeneratorError as exc:
         print(f"specgen: {exc}", file=sys.stderr)
         return ExitStatus.BAD_INPUT

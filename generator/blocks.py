@@ -452,10 +452,8 @@ def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], outp
                 )
         for name, places in uses.at.items():
             stands = placeholders[name]
-            real, shared = stands.identifier, ""
-            for scope, _ in places:
-                if len(owners[scope, real]) > 1:
-                    shared = scope
+            real = stands.identifier
+            shared = next((s for s, _ in reversed(places) if len(owners[s, real]) > 1), "")
             if real.startswith("__"):
                 how = (
                     "Python keeps names beginning with two underscores for itself (__init__, "

@@ -121,20 +121,12 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
 def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dict[str, str]:
     """Format (black for Python) and stamp every rendered source."""
     digest = inputs_digest(table, config)
-    return {
-        name: stamp(
-            (
-                format_source(src, name, f"{config.templates_name}/{name}.j2")
-                if name.endswith(".py")
-                else src
-            ),
-            table,
-            config,
-            digest,
-            name,
-        )
-        for name, src in sources.items()
-    }
+    outputs: dict[str, str] = {}
+    for name, source in sources.items():
+        if name.endswith(".py"):
+            source = format_source(source, name, f"{config.templates_name}/{name}.j2")
+        outputs[name] = stamp(source, table, config, digest, name)
+    return outputs
 
 
 @dataclass
@@ -351,17 +343,13 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         ) from None
     out = config.output_name
     old = {name: _current(config, name) for name in expected}
-    changes = {
-        name: text.encode("utf-8")
-        for name, text in expected.items()
-        if old[name] != text.encode("utf-8")
-    }
+    encoded = {name: text.encode("utf-8") for name, text in expected.items()}
+    changes = {name: new for name, new in encoded.items() if old[name] != new}
     orphans, foreign = _strays(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
-    done = Written()
     if not changes and not orphans:
-        return done
+        return Written()
 
     staging.remove_stale_temporaries(config.output)  # what a killed run left
     staged: dict[str, StagedFile] = {}

@@ -150,7 +150,7 @@ class LockMode:
 
 def _new_lock(
     text: str | None, tables: Tables, history: list[tuple[str, str]], where: str
-) -> tuple[Changes, list[dict[str, Any]], str]:
+) -> tuple[Changes, list[dict[str, Any]], list[str]]:
     """``--new-lock``: the changes and breaks of a lock replacing an unusable one, checked
     against each side of a conflict; every break it and git's history hold kept."""
     try:
@@ -165,15 +165,15 @@ def _new_lock(
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
     changes = Changes(against[0].compatible, against[0].bytes, list(dict.fromkeys(found)))
     if sides:
-        return changes, breaks, (
+        return changes, breaks, [
             f"specgen: {where}: merged both sides of the conflict; the table was checked "
             f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
-        )  # fmt: skip
-    return changes, breaks, (
+        ]  # fmt: skip
+    return changes, breaks, [
         f"specgen: {where}: written anew from the table as it is; table edits since the last "
         f"usable lock were not checked. Kept {len(breaks)} recorded break(s), git's history's "
         "included" + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
-    )  # fmt: skip
+    ]  # fmt: skip
 
 
 def settle(
@@ -201,8 +201,7 @@ def settle(
                    "write it anew with `specgen generate --new-lock` (edits since the last "
                    "usable lock go unchecked).")
             ) from None  # fmt: skip
-        changes, breaks, note = _new_lock(exc.text, tables, history, where)
-        notes = [note]
+        changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
             raise GeneratorError(

@@ -34,11 +34,6 @@ class KindFacts:
         """The record kind name ``name`` stands for in ``step``."""
         return self.names[name][step][0]
 
-    def preset(self, step: str, name: str) -> str:
-        """The presence ``name`` says: a write condition (freeze), an absent value
-        (rebuild; "" where the field's default decides)."""
-        return self.names[name][step][1]
-
     def function(self, step: str, name: str) -> str:
         """The function generated code calls for kind name ``name`` of ``step``."""
         return f"{step}_{self.record(step, name)}"

@@ -500,9 +500,8 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
 def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
     """The row's presence (rows.Presence), or why it cannot be decided (SpecField.presence)."""
     field = table.dataclass_fields.get(row.name) if role != DERIVED else None
-    return row.presence(
-        kinds.preset("freeze", row.freeze), kinds.preset("rebuild", row.rebuild), field
-    )
+    written, absent = kinds.names[row.freeze]["freeze"][1], kinds.names[row.rebuild]["rebuild"][1]
+    return row.presence(written, absent, field)
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
@@ -565,14 +564,13 @@ def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[s
 
 def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
     for index, raw in enumerate(table.retired):
+        at = f"{retired_name}[{index}]"
         try:
             values = (raw.key, raw.group, raw.reason)
         except AttributeError as exc:
-            raise GeneratorError(
-                f"{retired_name}[{index}]: {exc}; every entry must be a RetiredKey"
-            ) from None
+            raise GeneratorError(f"{at}: {exc}; every entry must be a RetiredKey") from None
         if not all(isinstance(value, str) for value in values):
-            raise GeneratorError(f"{retired_name}[{index}]: key, group and reason must be str")
+            raise GeneratorError(f"{at}: key, group and reason must be str")
 
 
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
