@@ -34,8 +34,7 @@ def _retired(gone: Any) -> dict[str, Any]:
 
 
 def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
-    """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
-    JSON type as the reference shows it, and the properties of a group's keys."""
+    """What codegen_meta.schema.json.j2 and fields.md.j2 read, by name."""
 
     def fragment(table: Table, row: Any) -> dict[str, Any]:
         """The JSON Schema of the values strict rebuild accepts for the row's key: its rebuild
@@ -52,16 +51,14 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         return {"schema": schema}
 
     def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
-        """A key's schema: its rebuild record's fragment, and, where freeze writes the key
-        only when truthy, no falsy value (freeze would drop it: strict rebuild refuses it)."""
+        """A key's schema; no falsy value where freeze writes the key only when truthy."""
         found = _property(key, doc, fragment(table, row), **more)
         if table.presence(row).written == "truthy":
             found = {**found, "allOf": [_FALSY]}
         return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:
-        """The JSON Schema properties of ``group``'s keys (a nested key's inner part), with
-        their aliases (deprecated) and retired keys (accepted, dropped)."""
+        """The JSON Schema properties of ``group``'s keys, their aliases and retired keys."""
         props: dict[str, Any] = {}
         rows = table.group(group)
         for row in rows:
@@ -107,8 +104,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         return f"({types},)" if "," not in types else f"({types})"
 
     def kind_names() -> list[dict[str, str]]:
-        """One row per kind name rows may use, as fields.md lists them: for each step it
-        serves, the record generated code calls and the presence the name says."""
+        """One row per kind name, as fields.md lists them: what each step calls and says."""
         found = []
         for name in sorted(kinds.names):
             steps = kinds.names[name]

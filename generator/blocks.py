@@ -250,8 +250,7 @@ class Blocks:
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
-        """What the generated module of ``step`` imports for its blocks: the kinds
-        module's functions and the shapes' names, each sorted."""
+        """The kinds functions and shapes names the module of ``step`` imports, sorted."""
         calls = {
             name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
         }
@@ -301,8 +300,7 @@ def _label(table: Table, row: Any) -> str:
 
 @dataclass(frozen=True)
 class _Placeholder:
-    """What a placeholder stands for: a row's name or key, or an object nested keys live
-    in (``part``), under its real identifier."""
+    """What a placeholder stands for: a row's name or key, or an object (``part``)."""
 
     identifier: str
     label: str  # the row, as messages name it
@@ -319,8 +317,7 @@ _PART = {"field": "the field", "key": "the key", "object": "the object its key l
 
 
 def _placeholders(tables: Tables) -> tuple[Tables, dict[str, _Placeholder]]:
-    """The tables with every row's name, key and object renamed to a placeholder that no
-    template uses, and what each placeholder stands for."""
+    """The tables with every row's name, key and object renamed to a placeholder."""
     found: dict[str, _Placeholder] = {}
     probed = []
     for table in tables:

@@ -102,9 +102,9 @@ def format_source(source: str, name: str, template: str = "") -> str:
 def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
     """The finished file: the header in the file type's own comment form (JSON has none: its
     first key, "$comment", a JSON Schema keyword too), then the body."""
+    files = " and ".join(dict.fromkeys(t.source_file for t in table))
     lines = [
-        f"{MARKER} by `{FIX_COMMAND}` from {table.source_files} and {config.templates_name}/. "
-        "DO NOT EDIT.",
+        f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
         f"table sha256: {table.digest}",
         f"inputs sha256: {digest}",
@@ -245,8 +245,7 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The orphans we generated, and the foreign files (a stray gone by now was another
-    run's orphan to remove, not a foreign file)."""
+    """The orphans we generated, and the foreign files (not ours, still there)."""
     strays = _orphans(config, expected)
     ours = [name for name in strays if _generated_by_us(config.output / name)]
     return ours, [n for n in strays if n not in ours and (config.output / n).exists()]
@@ -328,9 +327,8 @@ def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder:
 
 
 def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing;
-    unchanged files are not touched. Staged as the artifact writer stages its file: a killed
-    run leaves no temporary file the next write into the folder does not remove."""
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing,
+    staged as the artifact writer stages its file; unchanged files are not touched."""
     _check_output_folder(config)
     # Imported now, not at the generator's import: after table.py loaded the project's own
     # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
@@ -384,8 +382,7 @@ def _put_in_place(
     orphans: list[str],
     folder: int,
 ) -> Written:
-    """Rename every staged file into place, then remove the orphans; undo it all if any
-    step fails."""
+    """Rename every staged file into place, then remove the orphans; undo all on failure."""
     from shardplan.artifact import staging  # write() imported it first
 
     out = config.output_name

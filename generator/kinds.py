@@ -43,8 +43,7 @@ class KindFacts:
         return self.records[self.record("rebuild", name)]
 
     def reads_back(self, freeze: str, rebuild: str) -> bool:
-        """Whether the row's rebuild kind reads back everything its freeze kind writes (else
-        freeze reads the value back, ``admit``)."""
+        """Whether the rebuild kind reads back all the freeze kind writes (else ``admit``)."""
         readers = self.records[self.record("freeze", freeze)].get("reads_back", ())
         return self.record("rebuild", rebuild) in readers
 

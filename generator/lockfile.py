@@ -91,8 +91,7 @@ def merge_sides(text: str) -> tuple[str, str] | None:
 
 
 def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
-    """The well-formed breaks of a lock text of any version (both sides, for a conflicted
-    one), and how many entries could not be read."""
+    """The well-formed breaks of any lock text (both sides of a conflict), and how many were not."""
     found: list[dict[str, Any]] = []
     unread = 0
     for side in merge_sides(text) or (text,):

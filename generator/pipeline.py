@@ -61,8 +61,7 @@ def generate(
     *,
     mode: LockMode = LockMode(),  # noqa: B008 (frozen: one value, never mutated)
 ) -> Generated:
-    """Render every declared output once ``mode`` has settled the table edit against the
-    lock (``evolution.settle``). Touches no file."""
+    """Render every declared output once ``mode`` settled the table edit; touches no file."""
     check_formatter(config)
     env, kinds, form = _environment(config)
     tables, blocks = _validated(env, kinds, form, config, loaded)

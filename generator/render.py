@@ -156,9 +156,8 @@ def render_outputs(
     blocks: Blocks,
     lock: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Render the declared outputs (unformatted), keyed by file name; without ``lock`` (the
-    table lock to write, ``evolution.lock_of``) only the Python ones, which
-    ``blocks.check_names`` reads."""
+    """Render the declared outputs (unformatted) by file name; without ``lock`` (the table lock
+    to write) only the Python ones, which ``blocks.check_names`` reads."""
     templates = output_templates(env, config)
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(

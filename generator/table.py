@@ -97,23 +97,16 @@ class Table:
 
     def containers(self) -> tuple[str, ...]:
         """The top-level objects that hold nested keys, in table order."""
-        found: list[str] = []
-        for row in self.keyed:
-            if row.within and row.within not in found:
-                found.append(row.within)
-        return tuple(found)
+        return tuple(dict.fromkeys(row.within for row in self.keyed if row.within))
 
     def top_level(self) -> tuple[tuple[str, Any], ...]:
         """The document's top-level keys this table owns, in table order: ``(key, row)`` for
         a row's own key, ``(container, None)`` for an object holding nested keys."""
-        found: list[tuple[str, Any]] = []
+        found: dict[str, Any] = {}
         for row in self.keyed:
-            if row.group not in self.top_level_groups:
-                continue
-            entry = (row.within, None) if row.within else (row.leaf, row)
-            if entry[0] not in [key for key, _ in found]:
-                found.append(entry)
-        return tuple(found)
+            if row.group in self.top_level_groups:
+                found.setdefault(row.within or row.leaf, None if row.within else row)
+        return tuple(found.items())
 
     def nested(self, container: str) -> tuple[Any, ...]:
         """The rows whose key is nested in ``container``, in table order."""
@@ -127,13 +120,12 @@ class Table:
             for row in self.keyed
             for within, leaf in ((row.within, row.leaf), *row.alias_places)
         ] + [(gone.within, gone.leaf, gone.group) for gone in self.retired]
-        owned: list[str] = []
-        for within, leaf, group in places:
-            if group in self.top_level_groups and within == container and leaf not in owned:
-                owned.append(leaf)
-        if not container:
-            owned += [c for c in self.containers() if c not in owned]
-        return tuple(owned)
+        owned = [
+            leaf
+            for within, leaf, group in places
+            if within == container and group in self.top_level_groups
+        ]
+        return tuple(dict.fromkeys([*owned, *(() if container else self.containers())]))
 
 
 @dataclass(frozen=True)
@@ -153,11 +145,6 @@ class Tables:
         """One digest over every table's own digest, for the generated files' headers."""
         text = json.dumps([[t.name, t.digest] for t in self.tables])
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    @property
-    def source_files(self) -> str:
-        """The tables' files, for the generated files' headers."""
-        return " and ".join(dict.fromkeys(t.source_file for t in self.tables))
 
 
 @dataclass(frozen=True)
@@ -187,8 +174,7 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
 
 
 def _import_module(name: str, root: Path, what: str) -> ModuleType:
-    """Import one of the project's modules from ``root``, and only from there (not another
-    checkout first on the path)."""
+    """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
     # A module this process imported before (a caller that imported another checkout's
@@ -394,9 +380,8 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
 
 
 def _doc_problems(doc: str) -> list[str]:
-    """What a row's doc holds that its one line of fields.md (a Markdown table row) and of
-    meta.py (a comment) cannot show: a line break ends the row, and a backslash before a
-    pipe turns the template's escape of that pipe into a cell break."""
+    """What a row's doc holds that its one line of fields.md and meta.py cannot show: a line
+    break, or a backslash before a pipe (the template's escaped pipe would break the cell)."""
     problems = []
     if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
         problems.append(
@@ -574,8 +559,7 @@ def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
 
 
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
-    """Check every row against the class, the format and the known kinds; raise one error
-    listing every problem."""
+    """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
     label = f"table {name!r} row" if name != "spec" else "table row"
     retired_name = loaded.config.retired.partition(":")[2]
