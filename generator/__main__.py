@@ -181,9 +181,7 @@ def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
     try:
-        args, unknown = parser.parse_known_args(argv)
-        if unknown:
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error it printed (2)
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:

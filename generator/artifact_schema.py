@@ -106,8 +106,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     def kind_names() -> list[dict[str, str]]:
         """One row per kind name, as fields.md lists them: what each step calls and says."""
         found = []
-        for name in sorted(kinds.names):
-            steps = kinds.names[name]
+        for name, steps in sorted(kinds.names.items()):
             freeze, rebuild = steps.get("freeze"), steps.get("rebuild")
             record = (rebuild or freeze or ("", ""))[0]
             found.append(

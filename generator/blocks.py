@@ -96,9 +96,7 @@ class BlockMaker:
 
     def _where(self, base: str, key: str) -> str:
         """The error path of a value, as an expression: ``base + ".key"``, or a literal."""
-        if not base:
-            return repr(key)
-        return f"{base} + {self.field_path('', key)!r}"
+        return f"{base} + {self.field_path('', key)!r}" if base else repr(key)
 
     def _frozen(self, row: Any, where: str) -> str:
         kinds, function = self.kinds, self.kinds.function("freeze", row.freeze)
@@ -173,12 +171,11 @@ class BlockMaker:
         function = kinds.function("rebuild", row.rebuild)
         default = presence.absent
         if table.roles[row.group] == DERIVED:
-            read = f"value = meta.{row.key}"
             check = f"{function}(value, {row.key!r}, meta.param_plan)"
             return RebuildBlock(
                 comment=f"{row.key}: {table.record(row, 'rebuild')}, derived from the entries; strict rebuild "
                 "refuses a stale one",
-                read=read,
+                read=f"value = meta.{row.key}",
                 absent_test="value is None or value is UNSET",
                 default=default,
                 check=check,

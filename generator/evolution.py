@@ -17,7 +17,6 @@ from .lockfile import (
     UnusableLock,
     committed_locks,
     conflict_line,
-    merge_breaks,
     merge_sides,
     parse_lock,
     read_lock,
@@ -159,7 +158,8 @@ def _new_lock(
         sides = []
     breaks, unread = readable_breaks(text) if text is not None else ([], 0)
     for _, committed in reversed(history):  # breaks the file lost: committed locks hold them
-        breaks = merge_breaks(readable_breaks(committed)[0], breaks)
+        older = readable_breaks(committed)[0]
+        breaks = older + [item for item in breaks if item not in older]
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none

@@ -25,7 +25,6 @@ class KindFacts:
     """The kinds module's records and names, and the names it defines."""
 
     module: str  # e.g. "shardplan.convert.kinds": what generated code imports from
-    source_file: str  # relative to the project root, for messages
     records: dict[str, dict[str, Any]]
     names: dict[str, dict[str, tuple[str, str]]]  # kind name -> step -> (record, presence)
     defined: frozenset[str]  # every top-level name the module defines or imports
@@ -256,7 +255,6 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
         module=module,
-        source_file=where,
         records=records,
         names=names,
         defined=frozenset(defined),

@@ -101,13 +101,8 @@ def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
             continue
         items = breaks if isinstance(breaks, list) else [breaks]
         unread += sum(not _fits(item, BREAK) for item in items)
-        found = merge_breaks(found, [item for item in items if _fits(item, BREAK)])
+        found += [item for item in items if _fits(item, BREAK) and item not in found]
     return found, unread
-
-
-def merge_breaks(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Both histories of breaks: ``first``'s, then those of ``second`` it lacks."""
-    return first + [item for item in second if item not in first]
 
 
 def committed_locks(config: Config) -> list[tuple[str, str]]:
