@@ -1,7 +1,5 @@
-"""The command line: ``specgen`` / ``python -m generator`` (docs/cli.md). ``--check`` and
-``--diff`` without a command are kept for existing CI steps and pre-commit hooks. Jinja2
-and black (the ``codegen`` extra) are imported when a command runs: ``--help`` needs neither.
-"""
+"""The command line: ``specgen`` / ``python -m generator`` (docs/cli.md). Jinja2 and black
+(the ``codegen`` extra) are imported when a command runs: ``--help`` needs neither."""
 
 from __future__ import annotations
 
@@ -46,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--root", type=Path, help="project folder (default: found from the current one)"
     )
-    alias = parser.add_mutually_exclusive_group()
+    alias = parser.add_mutually_exclusive_group()  # kept for existing CI steps and hooks
     alias.add_argument("--check", action="store_true", help="same as `specgen check`")
     alias.add_argument("--diff", action="store_true", help="same as `specgen diff`")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

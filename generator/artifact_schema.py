@@ -37,8 +37,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read, by name."""
 
     def fragment(table: Table, row: Any) -> dict[str, Any]:
-        """The JSON Schema of the values strict rebuild accepts for the row's key: its rebuild
-        record's, with null where freeze writes it or, for a derived key, reads it as absent."""
+        """The JSON Schema strict rebuild accepts for the row's key, null too where it reads one."""
         schema = dict(kinds.rebuild_record(row.rebuild)["schema"])
         if table.presence(row).writes_null or table.roles[row.group] == DERIVED:
             found = schema.get("type")

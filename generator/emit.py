@@ -83,8 +83,7 @@ def _black(source: str) -> str:
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; black's parse is the one check that a template
-    rendered valid Python (``template``: the one that rendered ``name``, for the message)."""
+    """Format with the pinned black mode; its parse is the one check of a template's Python."""
     try:
         return _black(source)
     except InvalidInput as exc:
@@ -162,8 +161,7 @@ class Drift:
 
 
 def foreign_line(config: Config, name: str) -> str:
-    """What check and generate both say of a module in the output folder that carries no
-    generated header: specgen never removes what it did not write."""
+    """What check and generate say of a module in the output folder specgen did not write."""
     return (
         f"{config.output_name}/{name} is no declared output and was not written by specgen "
         "(no @generated header), so neither `specgen generate` nor `make codegen` removes it; "
@@ -260,14 +258,10 @@ def compare(config: Config, expected: dict[str, str]) -> Drift:
     for name, text in expected.items():
         label = f"{config.output_name}/{name}"
         data = _current(config, name)
-        if data is None:
-            drift.missing.append(name)
-            current = ""
-        else:
-            current = data.decode("utf-8", errors="replace")
-            if current == text:
-                continue
-            drift.changed.append(name)
+        current = "" if data is None else data.decode("utf-8", errors="replace")
+        if data is not None and current == text:
+            continue
+        (drift.missing if data is None else drift.changed).append(name)
         diffs.extend(
             difflib.unified_diff(
                 current.splitlines(keepends=True),

@@ -220,8 +220,7 @@ def _name_problems(
 
 
 def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
-    """Parse the kinds module of ``root`` and check its records against its functions;
-    ``form``: the format module, whose write conditions the names' presets use."""
+    """Parse the kinds module of ``root`` and check its records, names and functions."""
     written_conditions = tuple(form.WRITTEN_CONDITIONS)
     path = root / (module.replace(".", "/") + ".py")
     where = path.relative_to(root).as_posix()

@@ -129,8 +129,7 @@ def committed_locks(config: Config) -> list[tuple[str, str]]:
 
 
 def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]:
-    """The lock as last generated (None: a fresh project) and the commit it was read from
-    where generated/ is gone; UnusableLock where it cannot be read."""
+    """The lock as last generated (None: a fresh project), and its commit when read from git."""
     path, others = config.output / LOCK_NAME, set(config.outputs) - {LOCK_NAME}
     if not path.exists() and not any((config.output / name).exists() for name in others):
         commit, text = history[0] if history else ("", "")  # no history: a fresh project

@@ -1,6 +1,5 @@
-"""The pipeline in one call, the same for every table: load -> validate and reflect ->
-kinds -> names (what the templates render) -> render -> format -> evolution lock; files in
-memory."""
+"""The pipeline in one call, the same for every table: load, validate, check the names,
+settle the lock, render, format; files in memory."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Render each declared output from its template with the validated tables, once a run.
-
-Every row's block is decided in Python (``generator.blocks``); ``kinds.j2`` prints it.
-Every literal reaches the output through ``pyrepr``, never raw.
-"""
+"""Render each declared output from its template, once a run: every row's block is decided
+in Python (``generator.blocks``), every literal reaches the output through ``pyrepr``."""
 
 from __future__ import annotations
 

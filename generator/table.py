@@ -363,8 +363,7 @@ def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]
 
 
 def _container_problems(table: LoadedTable, form: Format, label: str) -> list[str]:
-    """A top-level key that is also the object other rows' keys nest in would be written as
-    a value and as an object at once."""
+    """A top-level key that is also the object other rows' keys nest in: value and object."""
     rows = [row for row in table.rows if row.group in form.top_level and row.key]
     containers = {row.within: row for row in rows if row.within}
     problems = []
