@@ -1,19 +1,5 @@
-"""The command line: ``specgen`` / ``python -m generator``.
-
-    specgen [--root DIR] generate   write generated/ (the default when no command is given);
-                                    --allow-breaking, --new-lock: see docs/cli.md
-    specgen [--root DIR] check      write nothing; exit 1 on drift, with a diff and the fix
-    specgen [--root DIR] diff       write nothing; print the diff only
-    specgen [--root DIR] table      print the field tables
-
-``--check`` and ``--diff`` without a command are the older spellings of ``check`` and
-``diff``, kept so existing CI steps and pre-commit hooks work unchanged. Exit statuses
-are the named ``ExitStatus`` values.
-
-Every command renders or validates through Jinja2 and black, the ``codegen`` extra; they
-are imported when a command runs, so ``specgen --help`` works where the extra is not
-installed, and a command says in one line what to install.
-"""
+"""The command line: ``specgen`` / ``python -m generator`` (docs/cli.md). Jinja2 and black
+(the ``codegen`` extra) are imported when a command runs: ``--help`` needs neither."""
 
 from __future__ import annotations
 
@@ -37,10 +23,6 @@ class ExitStatus(IntEnum):
     BAD_INPUT = 2  # bad table, template, configuration or command line; nothing written
 
 
-class UsageError(GeneratorError):
-    """A command line that means nothing (e.g. ``specgen table --check``)."""
-
-
 def _require_codegen(command: str) -> None:
     """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
     try:
@@ -62,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--root", type=Path, help="project folder (default: found from the current one)"
     )
-    alias = parser.add_mutually_exclusive_group()
+    alias = parser.add_mutually_exclusive_group()  # kept for existing CI steps and hooks
     alias.add_argument("--check", action="store_true", help="same as `specgen check`")
     alias.add_argument("--diff", action="store_true", help="same as `specgen diff`")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -74,15 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     }
     for name, help_text in helps.items():
         command = commands.add_parser(name, help=help_text, description=help_text)
-        # SUPPRESS: an option given before the command is not reset by the subparser. The
-        # aliases are accepted here only to be refused with a clear message (_command).
+        # SUPPRESS: an option given before the command is not reset by the subparser.
         command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder")
-        command.add_argument(
-            "--check", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
-        command.add_argument(
-            "--diff", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
+        # Accepted only to be refused with a clear message (_command).
+        for flag in ("--check", "--diff", *(GENERATE_ONLY if name != "generate" else ())):
+            command.add_argument(
+                flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
         if name == "generate":
             command.add_argument(
                 "--allow-breaking",
@@ -97,11 +77,6 @@ def _parser() -> argparse.ArgumentParser:
                 "deleted): merge both sides of a conflict, else write it anew from the table, "
                 "keeping every break it can read",
             )
-        else:  # accepted only to be refused with a clear message (_command)
-            for flag in GENERATE_ONLY:
-                command.add_argument(
-                    flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-                )
     return parser
 
 
@@ -111,14 +86,14 @@ def _command(args: argparse.Namespace) -> str:
     if args.command is None:
         return {"--check": "check", "--diff": "diff", None: "generate"}[alias]
     if alias:
-        raise UsageError(
+        raise GeneratorError(
             f"`specgen {args.command} {alias}` means nothing: {alias} is the old spelling of "
             f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
             f"`specgen {alias[2:]}`"
         )
     for flag in GENERATE_ONLY:
         if args.command != "generate" and hasattr(args, flag[2:].replace("-", "_")):
-            raise UsageError(
+            raise GeneratorError(
                 f"`specgen {args.command} {flag}` means nothing: {flag} changes what "
                 f"`specgen generate` writes, and {args.command} writes nothing; run "
                 f"`specgen generate {flag}`"
@@ -170,7 +145,6 @@ def _run_command(
         else None
     )
     generated = generate(config, mode=LockMode.from_command(command, allow_breaking, new_lock))
-    expected = generated.files
     for note in generated.notes:
         print(note)
     if generated.changes:
@@ -179,7 +153,7 @@ def _run_command(
             f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
         )
     if command in ("check", "diff"):
-        drift = compare(config, expected)
+        drift = compare(config, generated.files)
         sys.stdout.write(drift.diff)
         if command == "check" and drift:
             print(drift.report(config), file=sys.stderr)
@@ -187,7 +161,7 @@ def _run_command(
                 print(whose, file=sys.stderr)
             return ExitStatus.DRIFT
         return ExitStatus.OK
-    done = write(config, expected)
+    done = write(config, generated.files)
     out = config.output_name
     if done and whose:
         print(whose)
@@ -205,21 +179,15 @@ def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
     try:
-        args, unknown = parser.parse_known_args(argv)
-        if unknown:
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error it printed (2)
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:
         command = _command(args)
         _require_codegen(command)  # before the project is looked for: what to install first
         root = (args.root or find_root(Path.cwd())).resolve()
-        return _run_command(
-            command,
-            root,
-            allow_breaking=getattr(args, "allow_breaking", False),
-            new_lock=getattr(args, "new_lock", False),
-        )
+        flags = (getattr(args, "allow_breaking", False), getattr(args, "new_lock", False))
+        return _run_command(command, root, *flags)
     except GeneratorError as exc:
         print(f"specgen: {exc}", file=sys.stderr)
         return ExitStatus.BAD_INPUT

@@ -1,7 +1,5 @@
 """The facts the artifact's schema and field reference are rendered from: each table's
-rows and their presence, each rebuild record's schema fragment (``KINDS`` in the kinds
-module) and the placement and Target grammars (the format module). Plain data in, plain data out; no torch.
-"""
+rows, each rebuild record's schema fragment, the format's grammars. No torch."""
 
 from __future__ import annotations
 
@@ -31,14 +29,15 @@ def _property(key: str, doc: str, fragment: dict[str, Any], **more: Any) -> dict
     return {"title": key, "description": doc, **more, **fragment["schema"]}
 
 
+def _retired(gone: Any) -> dict[str, Any]:
+    return {"description": f"Retired, read and dropped: {gone.reason}", "deprecated": True}
+
+
 def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
-    """What codegen_meta.schema.json.j2 and fields.md.j2 read: the grammars, each kind's
-    JSON type as the reference shows it, and the properties of a group's keys."""
+    """What codegen_meta.schema.json.j2 and fields.md.j2 read, by name."""
 
     def fragment(table: Table, row: Any) -> dict[str, Any]:
-        """The JSON Schema of the values strict rebuild accepts for the row's key: its rebuild
-        record's, with null where freeze writes it (``mesh_dim_names``) or, for a derived
-        key, reads it as absent."""
+        """The JSON Schema strict rebuild accepts for the row's key, null too where it reads one."""
         schema = dict(kinds.rebuild_record(row.rebuild)["schema"])
         if table.presence(row).writes_null or table.roles[row.group] == DERIVED:
             found = schema.get("type")
@@ -51,16 +50,14 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         return {"schema": schema}
 
     def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
-        """A key's schema: its rebuild record's fragment, and, where freeze writes the key
-        only when truthy, no falsy value (freeze would drop it: strict rebuild refuses it)."""
+        """A key's schema; no falsy value where freeze writes the key only when truthy."""
         found = _property(key, doc, fragment(table, row), **more)
         if table.presence(row).written == "truthy":
             found = {**found, "allOf": [_FALSY]}
         return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:
-        """The JSON Schema properties of ``group``'s keys (a nested key's inner part), with
-        their aliases (deprecated) and retired keys (accepted, dropped)."""
+        """The JSON Schema properties of ``group``'s keys, their aliases and retired keys."""
         props: dict[str, Any] = {}
         rows = table.group(group)
         for row in rows:
@@ -73,10 +70,7 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                     props[leaf] = _property(alias, doc, fragment(table, row), deprecated=True)
         for gone in table.retired:
             if gone.group == group and not gone.within:
-                props[gone.key] = {
-                    "description": f"Retired, read and dropped: {gone.reason}",
-                    "deprecated": True,
-                }
+                props[gone.key] = _retired(gone)
         return props
 
     def nested_properties(table: Table, container: str) -> dict[str, Any]:
@@ -89,19 +83,12 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
                     doc = row.doc if key == row.key else f"Older name of {row.key!r}: {row.doc}"
                     extra = {} if key == row.key else {"deprecated": True}
                     props[inner] = row_property(table, row, key, doc, **extra)
-        for gone in table.retired:
-            if gone.within == container:
-                props[gone.leaf] = {
-                    "description": f"Retired, read and dropped: {gone.reason}",
-                    "deprecated": True,
-                }
+        props |= {gone.leaf: _retired(gone) for gone in table.retired if gone.within == container}
         return props
 
     def python_types(kind: str, none_too: bool = False) -> str:
-        """The exact Python types of a top-level value of rebuild kind ``kind``, as a tuple
-        expression: what CodegenMeta's check admits before rebuild reads the value ("" when
-        the fragment names no JSON type to check, e.g. an ``anyOf`` of references).
-        ``none_too``: the key may hold null, which it admits too."""
+        """The exact Python types (a tuple expression; null too with ``none_too``) CodegenMeta
+        admits for a top-level value of rebuild kind ``kind``; "" where no JSON type is named."""
         schema = kinds.rebuild_record(kind)["schema"]
         alternatives = schema.get("anyOf", [schema])
         if not all("type" in alternative for alternative in alternatives):
@@ -116,11 +103,9 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         return f"({types},)" if "," not in types else f"({types})"
 
     def kind_names() -> list[dict[str, str]]:
-        """One row per kind name rows may use, as fields.md lists them: for each step it
-        serves, the record generated code calls and the presence the name says."""
+        """One row per kind name, as fields.md lists them: what each step calls and says."""
         found = []
-        for name in sorted(kinds.names):
-            steps = kinds.names[name]
+        for name, steps in sorted(kinds.names.items()):
             freeze, rebuild = steps.get("freeze"), steps.get("rebuild")
             record = (rebuild or freeze or ("", ""))[0]
             found.append(

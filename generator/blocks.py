@@ -1,18 +1,6 @@
-"""Each row's freeze block and rebuild assignment, decided here; ``kinds.j2`` prints them;
-and the check that no row's name breaks the code rendered around it.
-
-One small record per row and step says everything its code does: what it reads, where it
-writes, when, the expression (shortcut first, the kind's function and its error path
-after), the read-back check, the refusals, and the names it calls. The imports of a
-generated module are the union of its blocks' calls.
-
-The names a row may not take are read off what the templates render (``check_names``):
-the Python outputs are rendered once more with every row's name, key and object renamed
-to a placeholder, so every other name in them is the templates' own (imports,
-definitions, parameters, locals, builtins, a class body's fields), whatever a template
-edit adds; a row whose identifier is one of those, or begins with two underscores, is
-refused.
-"""
+"""Each row's freeze block and rebuild assignment, decided here (``kinds.j2`` prints them;
+a generated module imports the union of its blocks' calls), and the check that no row's
+name breaks the code rendered around it (``check_names``)."""
 
 from __future__ import annotations
 
@@ -48,13 +36,13 @@ class FreezeBlock:
     """One row's freeze block: ``value = <source>``, then ``<target> = <written>`` when
     ``condition`` holds (always where it is ""), else ``otherwise``."""
 
-    comment: str
-    source: str  # the expression the value is read from; "" for a derived key
-    target: str  # where the frozen value goes: an entry's key, or a local
-    condition: str  # "", "value" (truthy) or "value is not None"
-    written: str  # the expression written: the shortcut, then the kind's function
-    otherwise: str  # the statement of the else branch, or ""
-    calls: tuple[str, ...]  # the names it calls (kinds module, shapes, builtins)
+    comment: str = ""
+    source: str = ""  # the expression the value is read from; "" for a derived key
+    target: str = ""  # where the frozen value goes: an entry's key, or a local
+    condition: str = ""  # "", "value" (truthy) or "value is not None"
+    written: str = ""  # the expression written: the shortcut, then the kind's function
+    otherwise: str = ""  # the statement of the else branch, or ""
+    calls: tuple[str, ...] = ()  # the names it calls (kinds module, shapes, builtins)
 
 
 @dataclass(frozen=True)
@@ -63,17 +51,17 @@ class RebuildBlock:
     ``<target> = value`` for the shortcut's ``types``, ``default`` where ``absent_test``
     holds, else ``call``. A derived key runs ``check`` instead of assigning."""
 
-    comment: str
-    read: str
-    refuse_null: str  # the statement strict runs for a null, or ""
-    refuse_falsy: str  # the statement strict runs for a falsy value, or ""
-    types: str  # the type test of an ("is", ...) shortcut, or ""
-    target: str
-    absent_test: str
-    default: str
-    call: str  # the expression for any other value
-    check: str  # a derived key: the statement strict runs on a present value
-    calls: tuple[str, ...]
+    comment: str = ""
+    read: str = ""
+    refuse_null: str = ""  # the statement strict runs for a null, or ""
+    refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
+    types: str = ""  # the type test of an ("is", ...) shortcut, or ""
+    target: str = ""
+    absent_test: str = ""
+    default: str = ""
+    call: str = ""  # the expression for any other value
+    check: str = ""  # a derived key: the statement strict runs on a present value
+    calls: tuple[str, ...] = ()
 
 
 def _type_test(types: tuple[str, ...]) -> str:
@@ -108,9 +96,7 @@ class BlockMaker:
 
     def _where(self, base: str, key: str) -> str:
         """The error path of a value, as an expression: ``base + ".key"``, or a literal."""
-        if not base:
-            return repr(key)
-        return f"{base} + {self.field_path('', key)!r}"
+        return f"{base} + {self.field_path('', key)!r}" if base else repr(key)
 
     def _frozen(self, row: Any, where: str) -> str:
         kinds, function = self.kinds, self.kinds.function("freeze", row.freeze)
@@ -127,9 +113,7 @@ class BlockMaker:
 
     def entry_shortcut(self, row: Any) -> tuple[str, str, str, str]:
         """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
-        function, its plan-wide check)``; else four "". The entries' function takes the
-        shortcut as a parameter named after freeze's (common_frozen_table: frozen_table),
-        which write_plan passes its own function as: the live value, written as it stands."""
+        function, its plan-wide check)`` (the parameter named after freeze's); else four ""."""
         if row.group != self.param_plan_group:
             return ("", "", "", "")
         live, check = self.kinds.write_shortcut(row.freeze, row.rebuild)
@@ -150,11 +134,8 @@ class BlockMaker:
             written = f"{self.kinds.function('freeze', row.freeze)}(param_plan)"
             return FreezeBlock(
                 comment=f"{row.key}: {table.record(row, 'freeze')}, derived from the entries",
-                source="",
                 target=f"document[{row.key!r}]",
-                condition="",
                 written=written,
-                otherwise="",
                 calls=_calls(written, known=self.known),
             )
         if row.group in table.top_level_groups:  # the plan level: the document, or its object
@@ -165,9 +146,7 @@ class BlockMaker:
             target = f"{out}[{row.key!r}]"
             source, where = f"spec.{row.name}", self._where(base, row.name)
         condition = {"always": "", "truthy": "value"}.get(presence.written, "value is not None")
-        otherwise = ""
-        if presence.refuses_none:
-            otherwise = f"refuse_none({presence.absent}, {where})"
+        otherwise = f"refuse_none({presence.absent}, {where})" if presence.refuses_none else ""
         written = self._frozen(row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
@@ -192,24 +171,17 @@ class BlockMaker:
         function = kinds.function("rebuild", row.rebuild)
         default = presence.absent
         if table.roles[row.group] == DERIVED:
-            read = f"value = meta.{row.key}"
             check = f"{function}(value, {row.key!r}, meta.param_plan)"
             return RebuildBlock(
                 comment=f"{row.key}: {table.record(row, 'rebuild')}, derived from the entries; strict rebuild "
                 "refuses a stale one",
-                read=read,
-                refuse_null="",
-                refuse_falsy="",
-                types="",
-                target="",
+                read=f"value = meta.{row.key}",
                 absent_test="value is None or value is UNSET",
                 default=default,
-                call="",
                 check=check,
                 calls=_calls(check, "UNSET", known=self.known),
             )
         plan_level = row.group in table.top_level_groups
-        missing = "UNSET" if plan_level else "None"
         comment = f"{row.name}: {table.record(row, 'rebuild')}, {default} when absent"
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
@@ -218,23 +190,20 @@ class BlockMaker:
             source, base = (row.within, "") if plan_level else _SPEC_PLACES[row.group][::2]
             leaves = row.alias_leaves if plan_level else row.aliases
             key = row.leaf if plan_level else row.key
+            tail = ", UNSET" if plan_level else ""
             if leaves:
                 comment += f"; older artifacts name it {', '.join(leaves)}"
                 at = repr(row.within) if plan_level else base
-                tail = ", UNSET" if plan_level else ""
                 read = f"value, where = read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
                 where = "where"
             else:
-                tail = ", UNSET" if plan_level else ""
                 read = f"value = {source}.get({key!r}{tail})"
                 where = repr(row.key) if plan_level else self._where(base, key)
         refuse_null = ""
         if plan_level and not presence.writes_null:
             refuse_null = f"refuse_null({default}, {where})"
         refuse_falsy = f"refuse_falsy(value, {where})" if presence.written == "truthy" else ""
-        absent_test = (
-            "value is None" if missing == "None" else f"value is None or value is {missing}"
-        )
+        absent_test = "value is None" + (" or value is UNSET" if plan_level else "")
         call = f"{function}(value, {where})"
         shortcut = kinds.shortcut("rebuild", row.rebuild)
         types = _type_test(shortcut[1:]) if shortcut[:1] == ("is",) else ""
@@ -250,7 +219,6 @@ class BlockMaker:
             absent_test=absent_test,
             default=default,
             call=call,
-            check="",
             calls=_calls(
                 read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
             ),
@@ -278,8 +246,8 @@ class Blocks:
         """The row's rebuild assignment."""
         return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
 
-    def calls(self, step: str) -> set[str]:
-        """Every name the generated module of ``step`` calls for its blocks."""
+    def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
+        """The kinds functions and shapes names the module of ``step`` imports, sorted."""
         calls = {
             name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
         }
@@ -287,12 +255,6 @@ class Blocks:
             calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
             calls |= set(self.live_checks)
             calls |= {"UNSET"} if self.optional_keys else set()
-        return calls
-
-    def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
-        """What the generated module of ``step`` imports for its blocks: the kinds
-        module's functions and the shapes' names, each sorted."""
-        calls = self.calls(step)
         return {
             "functions": sorted(calls & (defined - SHAPES_NAMES)),
             "shapes": sorted(calls & SHAPES_NAMES),
@@ -300,8 +262,7 @@ class Blocks:
 
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
-    """Decide every keyed row's block of both steps, and what write_plan's entries differ
-    by: the shortcuts it passes and the checks it runs."""
+    """Decide every keyed row's block of both steps, and write_plan's shortcuts and checks."""
     maker = BlockMaker(kinds, form)
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
@@ -336,8 +297,7 @@ def _label(table: Table, row: Any) -> str:
 
 @dataclass(frozen=True)
 class _Placeholder:
-    """What a placeholder stands for: a row's name or key, or an object nested keys live
-    in (``part``), under its real identifier."""
+    """What a placeholder stands for: a row's name or key, or an object (``part``)."""
 
     identifier: str
     label: str  # the row, as messages name it
@@ -354,8 +314,7 @@ _PART = {"field": "the field", "key": "the key", "object": "the object its key l
 
 
 def _placeholders(tables: Tables) -> tuple[Tables, dict[str, _Placeholder]]:
-    """The tables with every row's name, key and object renamed to a placeholder that no
-    template uses, and what each placeholder stands for."""
+    """The tables with every row's name, key and object renamed to a placeholder."""
     found: dict[str, _Placeholder] = {}
     probed = []
     for table in tables:
@@ -420,7 +379,8 @@ class _Uses(ast.NodeVisitor):
             source = "." * node.level + (node.module or "")
             self.use(name, "imports", f"imports it from {source}")
 
-    def _enter(self, node: ast.FunctionDef | ast.ClassDef, kind: str) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.ClassDef) -> None:
+        kind = "function" if isinstance(node, ast.FunctionDef) else "class"
         at_module = self.kind == "module"
         self.use(node.name, "defines" if at_module else "local", "defines it")
         for child in (*node.decorator_list, *getattr(node, "bases", ())):
@@ -436,11 +396,7 @@ class _Uses(ast.NodeVisitor):
             self.visit(statement)
         self.scope, self.kind = outer
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._enter(node, "function")
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._enter(node, "class")
+    visit_ClassDef = visit_FunctionDef
 
     def visit_arg(self, node: ast.arg) -> None:
         self.use(node.arg, "parameter", f"takes it as a parameter of {self.scope}")
@@ -462,8 +418,7 @@ class _Uses(ast.NodeVisitor):
 
 @functools.lru_cache(maxsize=8)
 def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
-    """The uses of a rendered module, or None where it is not Python. Kept for the next
-    run of the process: a table edit that keeps a module's rendered text reads it once."""
+    """The uses of a rendered module (None: not Python), kept for the process's next run."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -474,11 +429,9 @@ def _read(source: str, placeholders: frozenset[str]) -> _Uses | None:
 
 
 def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], output: str) -> None:
-    """Refuse (GeneratorError, every row at once) a row whose name, key or object the
-    Python outputs name a variable or a class's field after, where the module already
-    uses that identifier for something of its own, another row uses it in the same scope,
-    or it begins with two underscores (Python's own names, mangled in a class body).
-    ``render`` renders the Python outputs of tables (unformatted), keyed by file name."""
+    """Refuse, every row at once, a row whose name, key or object the Python outputs
+    (``render``) bind where the module already uses that identifier, another row uses it in
+    the same scope, or it begins with two underscores (Python's own, mangled in a class)."""
     probed, placeholders = _placeholders(tables)
     problems: dict[tuple[str, str], str] = {}  # the first module's word on each identifier
     for module, source in render(probed).items():
@@ -493,10 +446,8 @@ def check_names(tables: Tables, render: Callable[[Tables], dict[str, str]], outp
                 )
         for name, places in uses.at.items():
             stands = placeholders[name]
-            real, shared = stands.identifier, ""
-            for scope, _ in places:
-                if len(owners[scope, real]) > 1:
-                    shared = scope
+            real = stands.identifier
+            shared = next((s for s, _ in reversed(places) if len(owners[s, real]) > 1), "")
             if real.startswith("__"):
                 how = (
                     "Python keeps names beginning with two underscores for itself (__init__, "

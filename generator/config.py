@@ -1,9 +1,5 @@
-"""Read the generator's settings from ``[tool.specgen]`` in pyproject.toml.
-
-Every setting is checked here, before anything is imported, rendered or written: a path
-outside the project, an undeclared output or a broken TOML file is a GeneratorError
-naming the setting and the fix.
-"""
+"""Read and check the generator's settings from ``[tool.specgen]`` in pyproject.toml,
+before anything is imported, rendered or written."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from typing import Any
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-REQUIRED_KEYS = ("format", "kinds", "templates", "output", "outputs", "tables")
 TABLE_KEYS = ("rows", "retired", "class")
 TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
@@ -80,12 +75,8 @@ def read_pyproject(pyproject: Path) -> dict[str, Any]:
 
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above ``start`` holding a pyproject.toml with [tool.specgen].
-
-    A pyproject.toml that mentions specgen but is not valid TOML stops the search with the
-    TOML error: reporting "no section" for a file whose section is merely broken would send
-    the user looking in the wrong place.
-    """
+    """The nearest folder at or above ``start`` holding a pyproject.toml with [tool.specgen];
+    one that mentions specgen but is not valid TOML stops the search with the TOML error."""
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
         if not pyproject.is_file():
@@ -211,15 +202,7 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    for key in ("table", "spec_class"):
-        if key in section:
-            raise GeneratorError(
-                f"{pyproject}: {SECTION} {key} is the old form of one table: declare each "
-                "table in its own [tool.specgen.tables.NAME] with rows, retired and class"
-            )
-    for key in REQUIRED_KEYS:
-        if key in ("outputs", "tables"):
-            continue  # checked by _outputs and _tables
+    for key in ("format", "kinds", "templates", "output"):  # outputs, tables: below
         if not isinstance(section.get(key), str) or not section[key]:
             raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
     for key in ("kinds", "format"):

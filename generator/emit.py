@@ -1,12 +1,6 @@
-"""The last step: black, the header stamp, then write-if-changed or compare.
-
-This is the only module that touches the disk. Nothing is written until every file has
-rendered and formatted, and the write is all-or-nothing across files: every changed file
-is staged beside its target first (``shardplan/artifact/staging.py``, the artifact writer's
-primitive too), then all are renamed into place; if any step fails, the
-staged files are removed and the files already replaced are put back, so a failure leaves
-the output folder as it was (or, if even that fails, says exactly which files changed).
-"""
+"""The last step: black, the header stamp, then compare or write, the only module that
+touches the disk. A write is all or nothing across files: every changed file is staged
+first, then all are renamed into place, and a failure puts back what was replaced."""
 
 from __future__ import annotations
 
@@ -52,9 +46,8 @@ def check_formatter(config: Config) -> None:
 
 
 def inputs_digest(table: Tables, config: Config) -> str:
-    """sha256 over everything the output depends on: the tables, the templates, the source
-    of the kinds module and of the format module, the generator's own code (its version
-    and every file of it), black's version."""
+    """sha256 over everything the output depends on: tables, templates, the kinds and format
+    modules' source, the generator's version and code, black's version."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -90,8 +83,7 @@ def _black(source: str) -> str:
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; black's parse is the one check that a template
-    rendered valid Python (``template``: the one that rendered ``name``, for the message)."""
+    """Format with the pinned black mode; its parse is the one check of a template's Python."""
     try:
         return _black(source)
     except InvalidInput as exc:
@@ -106,21 +98,16 @@ def format_source(source: str, name: str, template: str = "") -> str:
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
 
-def _header_lines(table: Tables, config: Config, digest: str) -> list[str]:
-    return [
-        f"{MARKER} by `{FIX_COMMAND}` from {table.source_files} and {config.templates_name}/. "
-        "DO NOT EDIT.",
+def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
+    """The finished file: the header in the file type's own comment form (JSON has none: its
+    first key, "$comment", a JSON Schema keyword too), then the body."""
+    files = " and ".join(dict.fromkeys(t.source_file for t in table))
+    lines = [
+        f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
         f"table sha256: {table.digest}",
         f"inputs sha256: {digest}",
     ]
-
-
-def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
-    """The finished file: the header (marker, do-not-edit, how to regenerate, the two
-    digests) in the file type's own comment form, then the body. JSON has no comments:
-    the header is its first key, "$comment" (a JSON Schema keyword too)."""
-    lines = _header_lines(table, config, digest)
     if name.endswith(".json"):
         document = json.loads(body)
         # Two-space indent and key order as rendered: the file reads like its template.
@@ -133,20 +120,12 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
 def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dict[str, str]:
     """Format (black for Python) and stamp every rendered source."""
     digest = inputs_digest(table, config)
-    return {
-        name: stamp(
-            (
-                format_source(src, name, f"{config.templates_name}/{name}.j2")
-                if name.endswith(".py")
-                else src
-            ),
-            table,
-            config,
-            digest,
-            name,
-        )
-        for name, src in sources.items()
-    }
+    outputs: dict[str, str] = {}
+    for name, source in sources.items():
+        if name.endswith(".py"):
+            source = format_source(source, name, f"{config.templates_name}/{name}.j2")
+        outputs[name] = stamp(source, table, config, digest, name)
+    return outputs
 
 
 @dataclass
@@ -182,8 +161,7 @@ class Drift:
 
 
 def foreign_line(config: Config, name: str) -> str:
-    """What check and generate both say of a module in the output folder that carries no
-    generated header: specgen never removes what it did not write."""
+    """What check and generate say of a module in the output folder specgen did not write."""
     return (
         f"{config.output_name}/{name} is no declared output and was not written by specgen "
         "(no @generated header), so neither `specgen generate` nor `make codegen` removes it; "
@@ -203,11 +181,8 @@ def _fix_for(exc: OSError, what: str) -> str:
 
 
 def _check_output_folder(config: Config) -> None:
-    """Refuse an output folder, or a declared output, that is something other than expected.
-
-    A folder where a module should be cannot be replaced atomically, and removing a folder
-    the user made is not specgen's call: name it and stop before writing anything.
-    """
+    """Refuse an output folder, or a declared output, that is something other than expected:
+    a folder cannot be replaced atomically, and removing one the user made is not our call."""
     out = config.output_name
     if config.output.exists() and not config.output.is_dir():
         raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
@@ -234,9 +209,8 @@ def _current(config: Config, name: str) -> bytes | None:
 
 
 def _orphans(config: Config, expected: dict[str, str]) -> list[str]:
-    """The files of the output folder that are not declared outputs, sorted: every ``*.py``
-    module (a stray module is importable, whoever wrote it), and every ``*.json`` or
-    ``*.md`` file that carries our header (another one may be the user's own)."""
+    """The files of the output folder that are no declared output, sorted: every module (it
+    is importable, whoever wrote it), and JSON or Markdown files that carry our header."""
     if not config.output.is_dir():
         return []
     found = []
@@ -256,41 +230,38 @@ _HEADERS = {
 
 
 def _generated_by_us(path: Path) -> bool:
-    """True when the file starts with our header: the @generated marker on a module's first
-    line, a JSON file's first key "$comment" or a Markdown file's first HTML comment. False
-    if it is gone (another run removed it first: that is fine, it was an orphan)."""
+    """True when the file starts with our header (see stamp())."""
     try:
         with path.open("rb") as file:
             head = file.read(4096)
-    except FileNotFoundError:
+    except OSError:  # gone (another run removed an orphan first), or unreadable: not ours
         return False
-    except OSError:
-        return False  # unreadable: not ours to remove
     header = _HEADERS.get(path.suffix)
     if header is not None:
         return header.match(head) is not None
     return MARKER.encode() in head.split(b"\n", 1)[0]
 
 
+def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The orphans we generated, and the foreign files (not ours, still there)."""
+    strays = _orphans(config, expected)
+    ours = [name for name in strays if _generated_by_us(config.output / name)]
+    return ours, [n for n in strays if n not in ours and (config.output / n).exists()]
+
+
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
     _check_output_folder(config)
-    strays = _orphans(config, expected)
-    ours = [name for name in strays if _generated_by_us(config.output / name)]
-    foreign = [n for n in strays if n not in ours and (config.output / n).exists()]
+    ours, foreign = _strays(config, expected)
     drift = Drift(orphans=ours, foreign=foreign)
     diffs: list[str] = []
     for name, text in expected.items():
         label = f"{config.output_name}/{name}"
         data = _current(config, name)
-        if data is None:
-            drift.missing.append(name)
-            current = ""
-        else:
-            current = data.decode("utf-8", errors="replace")
-            if current == text:
-                continue
-            drift.changed.append(name)
+        current = "" if data is None else data.decode("utf-8", errors="replace")
+        if data is not None and current == text:
+            continue
+        (drift.missing if data is None else drift.changed).append(name)
         diffs.extend(
             difflib.unified_diff(
                 current.splitlines(keepends=True),
@@ -315,17 +286,6 @@ class Written:
 
     def __bool__(self) -> bool:
         return bool(self.written or self.removed)
-
-
-def _remove_quietly(paths: list[Path]) -> None:
-    from shardplan.artifact import staging  # write() imported it first
-
-    for path in paths:
-        try:
-            path.unlink(missing_ok=True)
-        except OSError:
-            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
-        staging.release(path)
 
 
 def _discard_quietly(staged: list[StagedFile]) -> None:
@@ -361,19 +321,11 @@ def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder:
 
 
 def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing.
-
-    Unchanged files are not touched (tools watching mtimes see no change). On failure,
-    raises GeneratorError naming the file and the fix, after restoring the folder. Every
-    new file is staged by ``shardplan.artifact.staging``, as the artifact writer stages its file: a
-    run killed at any point leaves no temporary file behind (or, killed between two system
-    calls, one the next write into the folder removes).
-    """
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing,
+    staged as the artifact writer stages its file; unchanged files are not touched."""
     _check_output_folder(config)
-    # The primitive is imported now, never at the generator's import: a run loads the
-    # project's own `shardplan` from the project's folder (table.py) and refuses one
-    # imported from elsewhere first, so the primitive is the project's, and the same module
-    # as its artifact writer's.
+    # Imported now, not at the generator's import: after table.py loaded the project's own
+    # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
     try:
         from shardplan.artifact import staging
     except ImportError as exc:
@@ -383,20 +335,13 @@ def write(config: Config, expected: dict[str, str]) -> Written:
         ) from None
     out = config.output_name
     old = {name: _current(config, name) for name in expected}
-    changes = {
-        name: text.encode("utf-8")
-        for name, text in expected.items()
-        if old[name] != text.encode("utf-8")
-    }
-    strays = _orphans(config, expected)
-    orphans = [name for name in strays if _generated_by_us(config.output / name)]
-    # A stray gone by now was another run's orphan to remove, not a foreign file.
-    foreign = [n for n in strays if n not in orphans and (config.output / n).exists()]
+    encoded = {name: text.encode("utf-8") for name, text in expected.items()}
+    changes = {name: new for name, new in encoded.items() if old[name] != new}
+    orphans, foreign = _strays(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
-    done = Written()
     if not changes and not orphans:
-        return done
+        return Written()
 
     staging.remove_stale_temporaries(config.output)  # what a killed run left
     staged: dict[str, StagedFile] = {}
@@ -431,8 +376,7 @@ def _put_in_place(
     orphans: list[str],
     folder: int,
 ) -> Written:
-    """Rename every staged file into place, then remove the orphans; undo it all if any
-    step fails."""
+    """Rename every staged file into place, then remove the orphans; undo all on failure."""
     from shardplan.artifact import staging  # write() imported it first
 
     out = config.output_name
@@ -478,5 +422,10 @@ def _put_in_place(
                 f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
             ) from None
         raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
-    _remove_quietly([aside for _, aside in set_aside])
+    for _, aside in set_aside:
+        try:
+            aside.unlink(missing_ok=True)
+        except OSError:
+            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
+        staging.release(aside)
     return Written(written=[name for name, _ in replaced], removed=[name for name, _ in set_aside])

@@ -1,10 +1,6 @@
-"""Safe evolution of the field tables: every edit is classified against the lock of the
-tables as last generated (``generated/table.lock.json``) before anything is written:
-compatible, changes the bytes freeze writes, or breaking, refused unless
-``--allow-breaking`` records it (README "Evolving the table"). The lock records meanings,
-not kind names, so a synonym is no change. A lock that cannot be read is never "no lock",
-which would turn the gate off and erase the breaks.
-"""
+"""The evolution gate: every table edit is classified against the lock of the tables as
+last generated (compatible, changes bytes, breaking: refused unless recorded) before
+anything is written. A lock that cannot be read is never "no lock"."""
 
 from __future__ import annotations
 
@@ -21,7 +17,6 @@ from .lockfile import (
     UnusableLock,
     committed_locks,
     conflict_line,
-    merge_breaks,
     merge_sides,
     parse_lock,
     read_lock,
@@ -61,8 +56,7 @@ class Changes:
 
 
 def _row(table: Table, row: Any) -> dict[str, Any]:
-    """What a row means to artifacts: its key and group, the records its kind names stand
-    for and the presence they resolve to (never the names: a synonym is no change)."""
+    """What a row means to artifacts: never its kind names (a synonym is no change)."""
     presence, record = table.presence(row), table.record
     meaning = (record(row, "freeze"), presence.written, record(row, "rebuild"), presence.absent)
     values = (row.name, row.key, row.group, *meaning)
@@ -70,8 +64,7 @@ def _row(table: Table, row: Any) -> dict[str, Any]:
 
 
 def lock_of(tables: Tables, breaks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The lock to write: each table's keyed rows and retired keys, and every break allowed
-    so far (each with the table digest that allowed it)."""
+    """The lock to write: each table's keyed rows and retired keys, and every break so far."""
     parts = {
         table.name: {
             "rows": [_row(table, row) for row in table.keyed],
@@ -142,8 +135,7 @@ def _classify(lock: dict[str, Any], table: Table, changes: Changes) -> None:
 
 @dataclass(frozen=True)
 class LockMode:
-    """What a run does with a breaking edit and an unusable lock, decided once by the
-    command line (``from_command``): check and diff (``writes`` False) only report."""
+    """What a run does with a breaking edit and an unusable lock; check and diff only report."""
 
     writes: bool = True
     allow_breaking: bool = False  # a breaking edit is recorded, not refused
@@ -157,39 +149,37 @@ class LockMode:
 
 def _new_lock(
     text: str | None, tables: Tables, history: list[tuple[str, str]], where: str
-) -> tuple[Changes, list[dict[str, Any]], str]:
-    """``--new-lock``: the changes and breaks of a lock replacing an unusable one, every
-    break it and git's history still hold kept. Of a conflict's two locks: the tables
-    checked against each (a break one branch recorded is no change for the other)."""
+) -> tuple[Changes, list[dict[str, Any]], list[str]]:
+    """``--new-lock``: the changes and breaks of a lock replacing an unusable one, checked
+    against each side of a conflict; every break it and git's history hold kept."""
     try:
         sides = [parse_lock(side) for side in merge_sides(text or "") or ()]
     except UnusableLock:
         sides = []
     breaks, unread = readable_breaks(text) if text is not None else ([], 0)
     for _, committed in reversed(history):  # breaks the file lost: committed locks hold them
-        breaks = merge_breaks(readable_breaks(committed)[0], breaks)
+        older = readable_breaks(committed)[0]
+        breaks = older + [item for item in breaks if item not in older]
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
-    changes = Changes(against[0].compatible, against[0].bytes)
-    changes.breaking = [c for a in against for c in a.breaking if c not in recorded]
-    changes.breaking = list(dict.fromkeys(changes.breaking))
+    found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
+    changes = Changes(against[0].compatible, against[0].bytes, list(dict.fromkeys(found)))
     if sides:
-        return changes, breaks, (
+        return changes, breaks, [
             f"specgen: {where}: merged both sides of the conflict; the table was checked "
             f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
-        )  # fmt: skip
-    return changes, breaks, (
+        ]  # fmt: skip
+    return changes, breaks, [
         f"specgen: {where}: written anew from the table as it is; table edits since the last "
         f"usable lock were not checked. Kept {len(breaks)} recorded break(s), git's history's "
         "included" + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
-    )  # fmt: skip
+    ]  # fmt: skip
 
 
 def settle(
     config: Config, tables: Tables, mode: LockMode
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
-    """The tables' edit against the lock as last generated, settled by ``mode``: the
-    changes, the breaks the new lock keeps, and what to tell the user."""
+    """The table edit settled by ``mode``: the changes, the breaks kept, notes for the user."""
     where = f"{config.output_name}/{LOCK_NAME}"
     if LOCK_NAME not in config.outputs:
         if mode.new_lock:
@@ -211,8 +201,7 @@ def settle(
                    "write it anew with `specgen generate --new-lock` (edits since the last "
                    "usable lock go unchecked).")
             ) from None  # fmt: skip
-        changes, breaks, note = _new_lock(exc.text, tables, history, where)
-        notes = [note]
+        changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
             raise GeneratorError(

@@ -1,12 +1,6 @@
-"""What the generator knows of the kinds: read from the kinds module's source, never
-imported (it imports torch).
-
-``shardplan/convert/kinds.py`` states each kind once: one record in ``KINDS`` beside its
-functions ``freeze_<record>`` and ``rebuild_<record>``; ``KIND_NAMES``, the only words
-rows may use, gives each kind name its meaning for each step (a record plus a write
-condition or an absent value). A record, a name or a function that does not fit the
-others is refused here, naming what is missing.
-"""
+"""The kinds module's ``KINDS`` records, its ``KIND_NAMES`` (the words rows use: a record
+and a presence each step) and its functions, read from its source (importing it imports
+torch) and checked against each other."""
 
 from __future__ import annotations
 
@@ -31,23 +25,13 @@ class KindFacts:
     """The kinds module's records and names, and the names it defines."""
 
     module: str  # e.g. "shardplan.convert.kinds": what generated code imports from
-    source_file: str  # relative to the project root, for messages
     records: dict[str, dict[str, Any]]
     names: dict[str, dict[str, tuple[str, str]]]  # kind name -> step -> (record, presence)
     defined: frozenset[str]  # every top-level name the module defines or imports
 
-    def kinds(self, step: str) -> tuple[str, ...]:
-        """The kind names a row may give for ``step``, sorted."""
-        return tuple(sorted(name for name, steps in self.names.items() if step in steps))
-
     def record(self, step: str, name: str) -> str:
         """The record kind name ``name`` stands for in ``step``."""
         return self.names[name][step][0]
-
-    def preset(self, step: str, name: str) -> str:
-        """The presence ``name`` says: a write condition (freeze), an absent value
-        (rebuild; "" where the field's default decides)."""
-        return self.names[name][step][1]
 
     def function(self, step: str, name: str) -> str:
         """The function generated code calls for kind name ``name`` of ``step``."""
@@ -58,8 +42,7 @@ class KindFacts:
         return self.records[self.record("rebuild", name)]
 
     def reads_back(self, freeze: str, rebuild: str) -> bool:
-        """Whether the row's rebuild kind reads back everything its freeze kind writes (else
-        freeze reads the value back, ``admit``)."""
+        """Whether the rebuild kind reads back all the freeze kind writes (else ``admit``)."""
         readers = self.records[self.record("freeze", freeze)].get("reads_back", ())
         return self.record("rebuild", rebuild) in readers
 
@@ -69,12 +52,8 @@ class KindFacts:
         return tuple(record.get(f"{step}_shortcut", ()))
 
     def freeze_shortcut(self, freeze: str, rebuild: str) -> tuple[str, ...]:
-        """The shortcut generated freeze takes on a row of these kinds, or ``()``.
-
-        Where the rebuild kind does not read back all the freeze kind writes, freeze reads
-        its value back (``admit``), which a shortcut would skip: only the types the rebuild
-        kind gives back as they are stay.
-        """
+        """The shortcut generated freeze takes on a row of these kinds, or ``()``; where freeze
+        reads its value back (``admit``), only the types the rebuild kind gives back as is."""
         shortcut = self.shortcut("freeze", freeze)
         if not shortcut or self.reads_back(freeze, rebuild):
             return shortcut
@@ -85,10 +64,8 @@ class KindFacts:
         return ("is", *types) if types else ()
 
     def write_shortcut(self, freeze: str, rebuild: str) -> tuple[str, str]:
-        """What write_plan does on a row of these kinds: the function giving the live value
-        to write as it stands, and the function checking those values of the whole plan at
-        once; or ``()``. Also ``()`` where freeze reads the value back (``admit``), a check
-        a value written as it stands would skip."""
+        """write_plan's functions on a row of these kinds: the live value to write as is and the
+        plan-wide check of those values; two "" where there are none or freeze ``admit``s."""
         if not self.reads_back(freeze, rebuild):
             return ("", "")
         record = self.records[self.record("freeze", freeze)]
@@ -243,8 +220,7 @@ def _name_problems(
 
 
 def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
-    """Parse the kinds module of ``root`` and check its records against its functions;
-    ``form``: the format module, whose write conditions the names' presets use."""
+    """Parse the kinds module of ``root`` and check its records, names and functions."""
     written_conditions = tuple(form.WRITTEN_CONDITIONS)
     path = root / (module.replace(".", "/") + ".py")
     where = path.relative_to(root).as_posix()
@@ -278,7 +254,6 @@ def read_kinds(root: Path, module: str, form: ModuleType) -> KindFacts:
         raise GeneratorError("\n".join(problems))
     return KindFacts(
         module=module,
-        source_file=where,
         records=records,
         names=names,
         defined=frozenset(defined),

@@ -1,7 +1,5 @@
-"""The table lock as text: its form, read from disk or from git's history, the two sides
-of a lock git left with conflict markers, and the breaks any lock text still holds.
-Reading only: what the lock means and what an edit does is ``generator.evolution``.
-"""
+"""Reading the table lock: from disk or git's history, the two sides of a conflicted one,
+the breaks any lock text still holds. What it means is ``generator.evolution``."""
 
 from __future__ import annotations
 
@@ -51,25 +49,25 @@ def conflict_line(text: str) -> int | None:
 
 def parse_lock(text: str) -> dict[str, Any]:
     """A lock read from disk or git; ``UnusableLock`` when it is not one."""
-    if conflict_line(text) is not None:
-        raise UnusableLock(f"it holds merge-conflict markers (line {conflict_line(text)})")
+    if (line := conflict_line(text)) is not None:
+        raise UnusableLock(f"it holds merge-conflict markers (line {line})", text)
     try:
         lock = json.loads(text)
     except ValueError as exc:
-        raise UnusableLock(f"it is not JSON ({exc})") from None
+        raise UnusableLock(f"it is not JSON ({exc})", text) from None
     version = lock.get("version") if isinstance(lock, dict) else None
     if version != LOCK_VERSION:
         raise UnusableLock(f"it is no lock of version {LOCK_VERSION}, which records what kind "
-                           f"names mean (version: {version!r})")  # fmt: skip
+                           f"names mean (version: {version!r})", text)  # fmt: skip
     if not _fits(lock, FORM):
-        raise UnusableLock("it is not of a lock's form (tables of rows and retired keys, breaks)")
+        raise UnusableLock("it is not of a lock's form (tables of rows and retired keys, "
+                           "breaks)", text)  # fmt: skip
     return lock  # type: ignore[no-any-return]
 
 
 def merge_sides(text: str) -> tuple[str, str] | None:
-    """(ours, theirs) of a lock git left with conflict markers: the common lines plus each
-    side of every conflict (a diff3 base is left out); None without markers, or where they
-    do not nest as git writes them."""
+    """(ours, theirs) of a conflicted lock, a diff3 base left out; None without markers, or
+    where they do not nest as git writes them."""
     sides: tuple[list[str], list[str]] = ([], [])
     moves = {
         ("<<<<<<<", "both"): "ours",
@@ -93,8 +91,7 @@ def merge_sides(text: str) -> tuple[str, str] | None:
 
 
 def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
-    """The well-formed breaks of a lock text of any version (both sides, for a conflicted
-    one), and how many entries could not be read."""
+    """The well-formed breaks of any lock text (both sides of a conflict), and how many were not."""
     found: list[dict[str, Any]] = []
     unread = 0
     for side in merge_sides(text) or (text,):
@@ -104,19 +101,13 @@ def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
             continue
         items = breaks if isinstance(breaks, list) else [breaks]
         unread += sum(not _fits(item, BREAK) for item in items)
-        found = merge_breaks(found, [item for item in items if _fits(item, BREAK)])
+        found += [item for item in items if _fits(item, BREAK) and item not in found]
     return found, unread
 
 
-def merge_breaks(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Both histories of breaks: ``first``'s, then those of ``second`` it lacks."""
-    return first + [item for item in second if item not in first]
-
-
 def committed_locks(config: Config) -> list[tuple[str, str]]:
-    """``(commit, text)`` of the lock in each of the last 50 commits that touched it (one
-    git log, one cat-file), newest first; ``[]`` outside a git checkout. What was committed
-    cannot be erased by a deleted ``generated/`` or breaks trimmed by hand."""
+    """``(commit, text)`` of the lock in the last 50 commits that touched it, newest first
+    (``[]`` outside git): what a deleted generated/ or a hand edit cannot erase."""
     relative, git = f"{config.output_name}/{LOCK_NAME}", ["git", "-C", str(config.root)]
     try:
         log = subprocess.run([*git, "log", "--format=%H", "-n50", "--", relative],
@@ -138,8 +129,7 @@ def committed_locks(config: Config) -> list[tuple[str, str]]:
 
 
 def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]:
-    """The lock as last generated (None: a fresh project) and, where generated/ is gone and
-    it was read from git, its commit; UnusableLock where it cannot be read."""
+    """The lock as last generated (None: a fresh project), and its commit when read from git."""
     path, others = config.output / LOCK_NAME, set(config.outputs) - {LOCK_NAME}
     if not path.exists() and not any((config.output / name).exists() for name in others):
         commit, text = history[0] if history else ("", "")  # no history: a fresh project
@@ -154,10 +144,7 @@ def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]
         raise UnusableLock("it is missing, but the other generated files are there") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UnusableLock(f"it cannot be read ({exc})") from None
-    try:
-        lock = parse_lock(text)
-    except UnusableLock as exc:
-        raise UnusableLock(str(exc), text) from None
+    lock = parse_lock(text)
     for commit, committed in history:
         for item in readable_breaks(committed)[0]:
             if item not in lock["breaks"]:

@@ -1,6 +1,5 @@
-"""The pipeline in one call, the same for every table: load -> validate and reflect ->
-kinds -> names (what the templates render) -> render -> format -> evolution lock; files in
-memory."""
+"""The pipeline in one call, the same for every table: load, validate, check the names,
+settle the lock, render, format; files in memory."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from .config import Config
 from .emit import build_outputs, check_formatter
 from .evolution import Changes, LockMode, lock_of, settle
 from .kinds import KindFacts, read_kinds
-from .render import make_environment, render_all, render_python
+from .render import make_environment, render_outputs
 from .table import Format, LoadedTable, Tables, load_format, load_tables, validate
 
 
@@ -35,23 +34,20 @@ def _validated(
     tables = Tables(tuple(validate(table, kinds, form) for table in found))
     check_names(
         tables,
-        lambda probed: render_python(env, probed, config, make_blocks(kinds, form.module, probed)),
+        lambda probed: render_outputs(env, probed, config, make_blocks(kinds, form.module, probed)),
         config.output_name,
     )
     return tables, make_blocks(kinds, form.module, tables)
 
 
 def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
-    """Every table, validated against its class, the format, the kinds the kinds module
-    declares and the names the generated code binds. ``loaded`` stands in for the
-    configured tables (tests)."""
+    """Every table, validated; ``loaded`` stands in for the configured tables (tests)."""
     return _validated(*_environment(config), config, loaded)[0]
 
 
 @dataclass
 class Generated:
-    """Every declared output's exact text, how the tables changed since the lock, and
-    what the command line should say about a lock it replaced."""
+    """Every declared output's exact text, the table edit, and notes on a replaced lock."""
 
     files: dict[str, str]
     changes: Changes
@@ -64,14 +60,10 @@ def generate(
     *,
     mode: LockMode = LockMode(),  # noqa: B008 (frozen: one value, never mutated)
 ) -> Generated:
-    """Render every declared output, after the lock's ``mode`` (decided once, by the
-    command line) has settled the tables' edit against the lock of the tables as last
-    generated (``evolution.settle``). Touches no file."""
+    """Render every declared output once ``mode`` settled the table edit; touches no file."""
     check_formatter(config)
     env, kinds, form = _environment(config)
     tables, blocks = _validated(env, kinds, form, config, loaded)
     changes, breaks, notes = settle(config, tables, mode)
-    files = build_outputs(
-        render_all(env, tables, config, blocks, lock_of(tables, breaks)), tables, config
-    )
-    return Generated(files, changes, notes)
+    sources = render_outputs(env, tables, config, blocks, lock_of(tables, breaks))
+    return Generated(build_outputs(sources, tables, config), changes, notes)

@@ -1,15 +1,10 @@
-"""Render each declared output from its template with the validated tables, once a run.
-
-Every row's block is decided in Python (``generator.blocks``); ``kinds.j2`` prints it.
-Every literal reaches the output through ``pyrepr``, never raw.
-"""
+"""Render each declared output from its template, once a run: every row's block is decided
+in Python (``generator.blocks``), every literal reaches the output through ``pyrepr``."""
 
 from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +38,8 @@ def pyrepr(value: Any) -> str:
 
 
 def _check_template_files(config: Config) -> None:
-    """Refuse a missing templates folder or a template that is not UTF-8, naming the place.
-
-    Jinja would report the first as "kinds.j2 not found" and the second as a bare
-    UnicodeDecodeError from deep inside its loader.
-    """
+    """Refuse a missing templates folder or a template that is not UTF-8, naming the place
+    (Jinja would say "kinds.j2 not found", or raise a bare UnicodeDecodeError)."""
     folder = config.templates_name
     if not config.templates.is_dir():
         raise GeneratorError(
@@ -71,10 +63,8 @@ def _check_template_files(config: Config) -> None:
 
 
 class _ProcessBytecode(jinja2.BytecodeCache):
-    """Compiled templates kept for the life of the process, keyed (by jinja) on the
-    template's file and checked against its source, so an edited template compiles anew.
-    Compiling the templates is a third of a run; a process that runs the generator again
-    (the tests do, hundreds of times) compiles each template once."""
+    """Compiled templates kept for the process (jinja checks them against the source): a
+    third of a run, for a process that runs the generator again (the tests)."""
 
     def __init__(self) -> None:
         self._code: dict[str, bytes] = {}
@@ -92,9 +82,7 @@ _COMPILED = _ProcessBytecode()
 
 
 def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
-    """The one Jinja2 environment: strict about undefined names, exact about whitespace.
-    ``kinds``: the kinds' declarations every template reads; ``form``: the format module,
-    whose names (groups, MATCH_KEY, ...) the templates read as ``fmt``."""
+    """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
     _check_template_files(config)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
@@ -106,9 +94,6 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
         autoescape=False,
     )
     env.filters["pyrepr"] = pyrepr
-    # How a key extends an error path (``.key``, or ``["key"]``): the runtime's own
-    # field_path, so generated paths and the reference's are one rule.
-    env.filters["path_suffix"] = lambda key: form.module.field_path("", key)
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.filters["merged"] = lambda first, second: {**first, **second}
     env.globals["templates_folder"] = config.templates_name
@@ -140,19 +125,6 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     return GeneratorError(f"{where}: {exc}")
 
 
-@contextmanager
-def _one_message(env: jinja2.Environment) -> Iterator[None]:
-    """Any error a template raises while it renders (a Jinja error, or an expression that
-    raised, ``{{ 1 // 0 }}``) as one message naming the template and line, never a
-    traceback; the generator's own refusals pass through as they are."""
-    try:
-        yield
-    except GeneratorError:
-        raise
-    except Exception as exc:
-        raise _template_error(env, exc) from None
-
-
 def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
     """Map each declared output to its template, refusing a missing or an undeclared one."""
     folder = env.globals["templates_folder"]
@@ -174,36 +146,16 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
     return {name: f"{name}{TEMPLATE_SUFFIX}" for name in config.outputs}
 
 
-def render_all(
+def render_outputs(
     env: jinja2.Environment,
     tables: Tables,
     config: Config,
     blocks: Blocks,
-    lock: dict[str, Any],
+    lock: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Render each declared output (unformatted), keyed by file name: ``blocks``, every
-    row's code decided; ``lock``, the table lock to write (``evolution.lock_of``)."""
-    return _render(env, tables, config, blocks, lock, output_templates(env, config))
-
-
-def render_python(
-    env: jinja2.Environment, tables: Tables, config: Config, blocks: Blocks
-) -> dict[str, str]:
-    """Render the declared Python outputs only (unformatted), keyed by file name: what the
-    name check reads (``generator.blocks.check_names``)."""
+    """Render the declared outputs (unformatted) by file name; without ``lock`` (the table lock
+    to write) only the Python ones, which ``blocks.check_names`` reads."""
     templates = output_templates(env, config)
-    python = {name: template for name, template in templates.items() if name.endswith(".py")}
-    return _render(env, tables, config, blocks, {}, python)
-
-
-def _render(
-    env: jinja2.Environment,
-    tables: Tables,
-    config: Config,
-    blocks: Blocks,
-    lock: dict[str, Any],
-    templates: dict[str, str],
-) -> dict[str, str]:
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(
             f"{env.globals['templates_folder']}/{KINDS_TEMPLATE} is missing: it lays out each "
@@ -211,27 +163,26 @@ def _render(
         )
     context = {
         "tables": tables,
-        "table_sha256": tables.digest,
         "table_digests": {table.module: table.digest for table in tables},
-        "table_file": tables.source_files,
         "blocks": blocks,
-        "lock": lock,
+        "lock": lock or {},
     }
     sources: dict[str, str] = {}
     for out_name, template in templates.items():
+        if lock is None and not out_name.endswith(".py"):
+            continue
         module_file = f"{config.output_name}/{out_name}"
-        with _one_message(env):  # an expression that raised ({{ 1 // 0 }}): one message
+        try:  # any error a template raises ({{ 1 // 0 }} too): one message, never a traceback
             source = env.get_template(template).render(context, module_file=module_file)
-        _check_rendered(source, out_name, module_file, f"{config.templates_name}/{template}")
+        except GeneratorError:
+            raise
+        except Exception as exc:
+            raise _template_error(env, exc) from None
+        if out_name.endswith(".json"):  # invalid Python is found by black's parse (emit)
+            try:
+                json.loads(source)
+            except ValueError as exc:
+                where = f"{config.templates_name}/{template}"
+                raise GeneratorError(f"{where} rendered invalid JSON: {exc}") from None
         sources[out_name] = source
     return sources
-
-
-def _check_rendered(source: str, out_name: str, module_file: str, template: str) -> None:
-    """Refuse a template that rendered invalid JSON, naming it (invalid Python is found
-    by black's own parse, emit.format_source: nothing rendered is parsed twice)."""
-    if out_name.endswith(".json"):
-        try:
-            json.loads(source)
-        except ValueError as exc:
-            raise GeneratorError(f"{template} rendered invalid JSON: {exc}") from None

@@ -1,11 +1,5 @@
-"""Load every field table and the dataclass it describes, and refuse a bad table.
-
-One mechanism for every table declared in ``[tool.specgen.tables]``: the rows are the
-table module's own objects (one row model, ``SpecField``), checked here field by field;
-the groups, their roles and the reserved keys come from the project's format module.
-Every problem is reported with the table, the row's number and name and the fix, all at
-once, before anything is rendered or written.
-"""
+"""Load every field table and the dataclass it describes, and refuse a bad table: every
+problem at once, each with the table, the row's number and name and the fix."""
 
 from __future__ import annotations
 
@@ -94,35 +88,25 @@ class Table:
         """The row's 1-based number, as a reviewer counts rows."""
         return next(n for n, r in enumerate(self.rows, start=1) if r is row)
 
-    def retired_keys(self, group: str) -> tuple[str, ...]:
-        """The retired keys rebuild accepts and drops in ``group``, in table order."""
-        return tuple(gone.key for gone in self.retired if gone.group == group)
-
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
         rows = self.group(group)
         aliases = tuple(alias for row in rows for alias in row.aliases)
-        return (*(row.key for row in rows), *aliases, *self.retired_keys(group))
+        retired = tuple(gone.key for gone in self.retired if gone.group == group)
+        return (*(row.key for row in rows), *aliases, *retired)
 
     def containers(self) -> tuple[str, ...]:
         """The top-level objects that hold nested keys, in table order."""
-        found: list[str] = []
-        for row in self.keyed:
-            if row.within and row.within not in found:
-                found.append(row.within)
-        return tuple(found)
+        return tuple(dict.fromkeys(row.within for row in self.keyed if row.within))
 
     def top_level(self) -> tuple[tuple[str, Any], ...]:
         """The document's top-level keys this table owns, in table order: ``(key, row)`` for
         a row's own key, ``(container, None)`` for an object holding nested keys."""
-        found: list[tuple[str, Any]] = []
+        found: dict[str, Any] = {}
         for row in self.keyed:
-            if row.group not in self.top_level_groups:
-                continue
-            entry = (row.within, None) if row.within else (row.leaf, row)
-            if entry[0] not in [key for key, _ in found]:
-                found.append(entry)
-        return tuple(found)
+            if row.group in self.top_level_groups:
+                found.setdefault(row.within or row.leaf, None if row.within else row)
+        return tuple(found.items())
 
     def nested(self, container: str) -> tuple[Any, ...]:
         """The rows whose key is nested in ``container``, in table order."""
@@ -136,13 +120,12 @@ class Table:
             for row in self.keyed
             for within, leaf in ((row.within, row.leaf), *row.alias_places)
         ] + [(gone.within, gone.leaf, gone.group) for gone in self.retired]
-        owned: list[str] = []
-        for within, leaf, group in places:
-            if group in self.top_level_groups and within == container and leaf not in owned:
-                owned.append(leaf)
-        if not container:
-            owned += [c for c in self.containers() if c not in owned]
-        return tuple(owned)
+        owned = [
+            leaf
+            for within, leaf, group in places
+            if within == container and group in self.top_level_groups
+        ]
+        return tuple(dict.fromkeys([*owned, *(() if container else self.containers())]))
 
 
 @dataclass(frozen=True)
@@ -163,11 +146,6 @@ class Tables:
         text = json.dumps([[t.name, t.digest] for t in self.tables])
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    @property
-    def source_files(self) -> str:
-        """The tables' files, for the generated files' headers."""
-        return " and ".join(dict.fromkeys(t.source_file for t in self.tables))
-
 
 @dataclass(frozen=True)
 class LoadedTable:
@@ -184,8 +162,7 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``; else None. A
-    namespace package (no ``__file__``) is outside when none of its folders is inside."""
+    """Where ``module`` was imported from, when that is outside ``root``; else None."""
     file = getattr(module, "__file__", None)
     if file:
         path = Path(file).resolve()
@@ -196,25 +173,16 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
     return None
 
 
-def _packages(name: str) -> list[str]:
-    """``a.b.c`` -> ``["a", "a.b", "a.b.c"]``: the modules importing ``name`` imports."""
-    parts = name.split(".")
-    return [".".join(parts[: n + 1]) for n in range(len(parts))]
-
-
 def _import_module(name: str, root: Path, what: str) -> ModuleType:
-    """Import one of the project's modules from ``root``, and only from there.
-
-    Another checkout first on the path (PYTHONPATH, an editable install) would otherwise
-    hand the generator that checkout's table: refused, naming both places.
-    """
+    """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
     # A module this process imported before (a caller that imported another checkout's
     # package, then ran specgen in-process) is handed back as it is, whatever the path says.
+    parts = name.split(".")
     before = {
         held: sys.modules[held]
-        for held in _packages(name)
+        for held in (".".join(parts[: n + 1]) for n in range(len(parts)))
         if held in sys.modules and _outside(sys.modules[held], root) is not None
     }
     if before:
@@ -259,19 +227,11 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
     return module, getattr(module, attribute)
 
 
-def _relative_file(module: ModuleType, root: Path) -> str:
-    path = Path(getattr(module, "__file__", "") or module.__name__).resolve()
-    try:
-        return path.relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(module.__name__)  # outside the project: its name, never an absolute path
-
-
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
     module = _import_module(config.format, config.root, "format")
-    names = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
-    for name in (*names, "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):
+    for name in ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS",
+                 "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):  # fmt: skip
         if not hasattr(module, name):
             raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
     roles = dict(module.GROUP_ROLES)
@@ -307,14 +267,12 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     table_module, rows = _import(table.rows, config.root, "table")
     _, retired = _import(table.retired, config.root, "table")
     _, cls = _import(table.cls, config.root, "class")
-    if not isinstance(rows, (tuple, list)):
-        raise GeneratorError(
-            f"{table.rows} must be a tuple of SpecField rows, got {type(rows).__name__}"
-        )
-    if not isinstance(retired, (tuple, list)):
-        raise GeneratorError(
-            f"{table.retired} must be a tuple of RetiredKey, got {type(retired).__name__}"
-        )
+    for setting, found, what in (
+        (table.rows, rows, "SpecField rows"),
+        (table.retired, retired, "RetiredKey"),
+    ):
+        if not isinstance(found, (tuple, list)):
+            raise GeneratorError(f"{setting} must be a tuple of {what}, got {type(found).__name__}")
     if not dataclasses.is_dataclass(cls):
         raise GeneratorError(f"{table.cls} must be a dataclass")
     digest = getattr(table_module, "table_digest", None)
@@ -323,6 +281,11 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
             f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
             "guard of generated code calls it on import"
         )
+    path = Path(getattr(table_module, "__file__", "") or table_module.__name__).resolve()
+    root = config.root.resolve()  # outside it: the module's name, never an absolute path
+    source_file = (
+        path.relative_to(root).as_posix() if path.is_relative_to(root) else table_module.__name__
+    )
     return LoadedTable(
         config=table,
         rows=tuple(rows),
@@ -330,7 +293,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         fields={f.name: f.init for f in dataclasses.fields(cls)},
         dataclass_fields={f.name: f for f in dataclasses.fields(cls)},
         module=table_module.__name__,
-        source_file=_relative_file(table_module, config.root),
+        source_file=source_file,
         digest=digest,
     )
 
@@ -400,8 +363,7 @@ def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]
 
 
 def _container_problems(table: LoadedTable, form: Format, label: str) -> list[str]:
-    """A top-level key that is also the object other rows' keys nest in would be written as
-    a value and as an object at once."""
+    """A top-level key that is also the object other rows' keys nest in: value and object."""
     rows = [row for row in table.rows if row.group in form.top_level and row.key]
     containers = {row.within: row for row in rows if row.within}
     problems = []
@@ -417,9 +379,8 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
 
 
 def _doc_problems(doc: str) -> list[str]:
-    """What a row's doc holds that its one line of fields.md (a Markdown table row) and of
-    meta.py (a comment) cannot show: a line break ends the row, and a backslash before a
-    pipe turns the template's escape of that pipe into a cell break."""
+    """What a row's doc holds that its one line of fields.md and meta.py cannot show: a line
+    break, or a backslash before a pipe (the template's escaped pipe would break the cell)."""
     problems = []
     if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
         problems.append(
@@ -463,13 +424,8 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
         )
         return problems
     if role in (EXEMPT, OTHERS):
-        if (
-            row.key
-            or row.freeze
-            or row.rebuild
-            or row.post_init
-            or row.aliases
-            or (row.written or row.absent)
+        if any(
+            (row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)
         ):
             what = (
                 "an exempt row never crosses the artifact"
@@ -500,7 +456,7 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
     problems += _key_shape_problems(row, table, form)
-    known = {step: kinds.kinds(step) for step in STEPS}
+    known = {step: sorted(name for name, s in kinds.names.items() if step in s) for step in STEPS}
     for step in STEPS:
         kind = getattr(row, step)
         if kind not in known[step]:
@@ -526,12 +482,10 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
 
 
 def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
-    """The row's presence (rows.Presence), or why it cannot be decided: the row model
-    resolves it (SpecField.presence) from the row, its kind names and the field."""
+    """The row's presence (rows.Presence), or why it cannot be decided (SpecField.presence)."""
     field = table.dataclass_fields.get(row.name) if role != DERIVED else None
-    return row.presence(
-        kinds.preset("freeze", row.freeze), kinds.preset("rebuild", row.rebuild), field
-    )
+    written, absent = kinds.names[row.freeze]["freeze"][1], kinds.names[row.rebuild]["rebuild"][1]
+    return row.presence(written, absent, field)
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
@@ -594,19 +548,17 @@ def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[s
 
 def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
     for index, raw in enumerate(table.retired):
+        at = f"{retired_name}[{index}]"
         try:
             values = (raw.key, raw.group, raw.reason)
         except AttributeError as exc:
-            raise GeneratorError(
-                f"{retired_name}[{index}]: {exc}; every entry must be a RetiredKey"
-            ) from None
+            raise GeneratorError(f"{at}: {exc}; every entry must be a RetiredKey") from None
         if not all(isinstance(value, str) for value in values):
-            raise GeneratorError(f"{retired_name}[{index}]: key, group and reason must be str")
+            raise GeneratorError(f"{at}: key, group and reason must be str")
 
 
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
-    """Check every row against the class, the format and the known kinds; raise one error
-    listing every problem."""
+    """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
     label = f"table {name!r} row" if name != "spec" else "table row"
     retired_name = loaded.config.retired.partition(":")[2]
@@ -633,16 +585,14 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
                 f"{where}: key {row.key!r} is already used by row {first} ({first_name}).\n"
                 "  Frozen keys must be unique: choose another key."
             )
-        if row.key:
-            first_by_key.setdefault(row.key, (number, row.name))
+        elif row.key:
+            first_by_key[row.key] = (number, row.name)
     if others > 1:
         problems.append(
             f"table {name!r}: {others} rows carry the keys no row owns; one field carries them."
         )
     for field_name in loaded.fields:
-        if field_name in loaded.config.filled_elsewhere:
-            continue
-        if field_name not in first_by_name:
+        if field_name not in first_by_name and field_name not in loaded.config.filled_elsewhere:
             problems.append(
                 f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
                 f"  Add a SpecField row for it to {loaded.source_file} "
