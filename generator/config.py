@@ -212,7 +212,7 @@ def load_config(root: Path) -> Config:
                 'e.g. "shardplan.convert.kinds"'
             )
     project = data.get("project", {})
-    return Config(
+    config = Config(
         root=root,
         tables=_tables(pyproject, section.get("tables")),
         format=section["format"],
@@ -222,3 +222,6 @@ def load_config(root: Path) -> Config:
         outputs=_outputs(pyproject, section.get("outputs")),
         black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )
+    if unknown := sorted(set(section) - {"format", "kinds", "templates", "output", "outputs", "tables"}):
+        raise GeneratorError(f"{pyproject}: {SECTION} has no setting `{unknown[0]}`: remove it")
+    return config

@@ -207,6 +207,10 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         f"templates/freeze.py.j2:{len((REPO / 'templates/freeze.py.j2').read_bytes().splitlines()) + 1}: "
         "byte 0xe9 is not UTF-8; templates are read as UTF-8: save the file as UTF-8",
     ),
+    "a setting the generator does not read": (
+        edit_replace("pyproject.toml", "[tool.specgen]\n", '[tool.specgen]\ntable = "old"\n'),
+        "[tool.specgen] has no setting `table`: remove it",
+    ),
     "absolute output folder": (
         edit_replace("pyproject.toml", 'output = "generated"', 'output = "/tmp/specgen-generated"'),
         '[tool.specgen] output = "/tmp/specgen-generated" is an absolute path; give it '
