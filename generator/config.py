@@ -1,5 +1,4 @@
-"""Read and check the generator's settings from ``[tool.specgen]`` in pyproject.toml,
-before anything is imported, rendered or written."""
+"""The generator's settings, ``[tool.specgen]`` of pyproject.toml, checked before any use."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from typing import Any
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
+SETTINGS = ("format", "kinds", "templates", "output", "outputs", "tables")
 TABLE_KEYS = ("rows", "retired", "class")
 TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
@@ -202,7 +202,7 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    for key in ("format", "kinds", "templates", "output"):  # outputs, tables: below
+    for key in SETTINGS[:4]:  # outputs, tables: below
         if not isinstance(section.get(key), str) or not section[key]:
             raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
     for key in ("kinds", "format"):
@@ -222,6 +222,6 @@ def load_config(root: Path) -> Config:
         outputs=_outputs(pyproject, section.get("outputs")),
         black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )
-    if unknown := sorted(set(section) - {"format", "kinds", "templates", "output", "outputs", "tables"}):
+    if unknown := sorted(set(section) - set(SETTINGS)):
         raise GeneratorError(f"{pyproject}: {SECTION} has no setting `{unknown[0]}`: remove it")
     return config

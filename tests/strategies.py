@@ -333,7 +333,7 @@ def pool_of(row: Any) -> Callable[[Any], Any]:
         raise MissingPool(
             f"tests/strategies.py: POOLS has no pool for freeze kind {row.freeze!r} "
             f"(row {row.name}): add {row.freeze!r}: lambda r: <a live value drawn with r> "
-            "to POOLS in tests/strategies.py, as README \"A new kind\" says"
+            'to POOLS in tests/strategies.py, as README "A new kind" says'
         ) from None
 
 

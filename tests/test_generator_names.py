@@ -174,8 +174,7 @@ def test_fields_named_after_generated_code_exit_2_naming_each_row_and_the_clash(
                 in result.stderr
             )
         assert (
-            "and already imports it from .meta.\n  Rename the field (and its row)."
-            in result.stderr
+            "and already imports it from .meta.\n  Rename the field (and its row)." in result.stderr
         )  # check_meta
         assert "and already binds it as a module-level name." in result.stderr  # NO_RULE
     assert snapshot(repo_copy / "generated") == before

@@ -213,7 +213,6 @@ def test_no_hand_written_runtime_module_or_template_spells_a_plan_level_key() ->
 
 def test_the_plan_table_has_a_row_for_every_plan_field_but_modules() -> None:
 
-
     fields = [f.name for f in dataclasses.fields(ShardingPlan)]
     named = [f.name for f in PLAN_FIELDS if f.group != GROUP_DERIVED]
     assert sorted(named) == sorted(set(fields) - {"modules"})
