@@ -236,8 +236,7 @@ def _generated_by_us(path: Path) -> bool:
             head = file.read(4096)
     except OSError:  # gone (another run removed an orphan first), or unreadable: not ours
         return False
-    header = _HEADERS.get(path.suffix)
-    if header is not None:
+    if (header := _HEADERS.get(path.suffix)) is not None:
         return header.match(head) is not None
     return MARKER.encode() in head.split(b"\n", 1)[0]
 

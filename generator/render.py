@@ -1,5 +1,4 @@
-"""Render each declared output from its template, once a run: every row's block is decided
-in Python (``generator.blocks``), every literal reaches the output through ``pyrepr``."""
+"""Render each declared output from its template; every row's block is decided in Python."""
 
 from __future__ import annotations
 
@@ -63,15 +62,17 @@ def _check_template_files(config: Config) -> None:
 
 
 class _ProcessBytecode(jinja2.BytecodeCache):
-    """Compiled templates kept for the process (jinja checks them against the source): a
-    third of a run, for a process that runs the generator again (the tests)."""
+    """Compiled templates kept for the process by template name (jinja checks each against
+    its source), so a copy of the project with the same templates reuses them (the tests)."""
 
     def __init__(self) -> None:
         self._code: dict[str, bytes] = {}
 
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return name  # not its folder: an error names a template by folder and file anyway
+
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        code = self._code.get(bucket.key)
-        if code is not None:
+        if (code := self._code.get(bucket.key)) is not None:
             bucket.bytecode_from_string(code)
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
