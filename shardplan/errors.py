@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from shardplan.parallelize.fit import Finding
+from dataclasses import dataclass
 
 
 def shown(value: object, limit: int = 60) -> str:
@@ -103,6 +100,17 @@ class FreezeError(PlanError):
 
     ``path`` names the place in the plan, e.g. ``modules["lm_head"].params["weight"]["tp"]``.
     """
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One way the plan does not fit: where (a module, parameter or plan key) and what."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
 
 
 class ApplyError(ValueError):

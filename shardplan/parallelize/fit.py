@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
@@ -18,6 +17,7 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.convert.targets import Target
+from shardplan.errors import Finding
 from shardplan.parallelize import layout
 from shardplan.parallelize.layout import MeshShape, UnresolvedPlacement
 from shardplan.table.apply_decisions import (
@@ -27,17 +27,6 @@ from shardplan.table.apply_decisions import (
     SHARDED_PARAMS_KEY,
 )
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One way the plan does not fit: where (a module, parameter or plan key) and what."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
 
 
 def check_fit(
