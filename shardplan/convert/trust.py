@@ -7,7 +7,10 @@ trusts: ``"a.b.fn"`` that one callable, ``"a.b"`` the public callables defined i
 ``a.b`` itself (``a.b.name``, whose real ``__module__`` is ``a.b``), ``"a.b.*"`` every
 public callable below ``a.b`` (no private ``_name`` segment below the entry); a mapping
 ``{path: callable}`` binds a path to the program's own callable, and nothing is imported
-for it. A private callable is admitted only by an exact entry naming it (or a mapping):
+for it. Module and subtree entries are taken only over the program's own packages: over
+someone else's code (``owners.library_of``: the standard library, this runtime, what it
+depends on) they are refused when the list is read, and only exact entries and mappings
+reach it. A private callable is admitted only by an exact entry naming it (or a mapping):
 an entry with a private segment is only an exact name, and a subtree entry with one is
 refused. Whatever the allow-list, a path longer than ``MAX_PATH_LENGTH`` or
 ``MAX_PATH_SEGMENTS``, a dunder segment and the names in ``ALWAYS_REFUSED`` are refused.
@@ -37,6 +40,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from typing import Any
 
+from shardplan.convert.owners import library_of, names_module
 from shardplan.errors import MetaError, UntrustedTarget, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN
 
@@ -64,6 +68,18 @@ _CONFIGURES = "instantiates whatever callables its configuration names"
 _SPAWNS = "runs any command line or program it is given"
 _WRITES = "writes, creates or maps a file at a path it is given"
 _SELF = "builds or resolves Targets itself, which would bypass these checks"
+
+# os's file changers, likewise (renames, makedirs and removedirs are os's own).
+_FILE_CHANGERS = (
+    *("rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "mkdir"),
+    *("makedirs", "open", "truncate", "link", "symlink", "mkfifo", "mknod", "chmod"),
+    *("chown", "lchown", "utime"),
+)
+# pathlib.Path's methods that create, change or remove the file at the path.
+_PATH_CHANGERS = (
+    *("touch", "write_text", "write_bytes", "open", "mkdir", "rename", "replace"),
+    *("unlink", "rmdir", "symlink_to", "hardlink_to", "chmod", "lchmod"),
+)
 
 # os's process starters; posix and nt are where os finds them (their real module).
 _PROCESS_STARTERS = (
@@ -96,6 +112,12 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         # torch's compiler: its helpers write, compile and import the source they are given
         # (torch._inductor.metrics._parse_kernel_fn_code, async_compile.AsyncCompile.cpp)
         "torch._inductor",
+        # a GraphModule rebuilt from its pickled form execs the source its body carries
+        "torch.fx.graph_module.reduce_graph_module",
+        "torch.fx.graph_module.reduce_package_graph_module",
+        "torch.fx.graph_module._deserialize_graph_module",
+        # Timer runs the Python statements it is given; cpp_jit compiles and loads C++
+        "torch.utils.benchmark",
     ),
     _IMPORTS: (
         "builtins.__import__",
@@ -161,6 +183,8 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "numpy.ctypeslib",
         "numpy.f2py",
         "numpy.distutils",
+        # distributed checkpoints: metadata is unpickled, format_utils torch.loads a file
+        "torch.distributed.checkpoint",
     ),
     _CONFIGURES: ("logging.config", "hydra.utils", "hydra._internal"),
     _SPAWNS: (
@@ -168,7 +192,11 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "subprocess",
         "_posixsubprocess",
         "torch.utils.collect_env",
-        "torch.distributed.elastic.multiprocessing.subprocess_handler",
+        # torchrun and its launchers start whatever program their arguments name
+        "torch.distributed.run",
+        "torch.distributed.launch",
+        "torch.distributed.launcher",
+        "torch.distributed.elastic",
         "pty.spawn",
         "asyncio.create_subprocess_exec",
         "asyncio.create_subprocess_shell",
@@ -187,6 +215,20 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "torch._VariableFunctionsClass.from_file",
         "torch.export.save",
         "torch.onnx.export",
+        "torch.PyTorchFileWriter",
+        *(f"{module}.{name}" for module in ("os", "posix", "nt") for name in _FILE_CHANGERS),
+        "builtins.open",
+        "io.open",
+        "io.FileIO",
+        "_io",
+        "shutil",
+        "tempfile",
+        "zipfile",
+        "tarfile",
+        "logging.FileHandler",
+        "logging.basicConfig",
+        "logging.handlers",
+        *(f"pathlib.Path.{name}" for name in _PATH_CHANGERS),
     ),
     _SELF: ("shardplan.convert.targets", "shardplan.convert.trust"),
 }
@@ -256,8 +298,13 @@ class AllowList:
         shown: str,
     ) -> None:
         self.names = names
-        # An entry with a private segment names one callable exactly, never a module.
-        self.modules = frozenset(name for name in names if private_segment(name) is None)
+        # An entry with a private segment, or over a library, names one callable exactly,
+        # never a module (a module entry over a library is refused when the list is read).
+        self.modules = frozenset(
+            name
+            for name in names
+            if private_segment(name) is None and library_of(name.partition(".")[0]) is None
+        )
         self.subtrees = subtrees
         self.bound = bound
         self.shown = shown
@@ -320,7 +367,7 @@ def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
     segment = dunder_segment(entry)
     if segment is not None:
         raise _entry_error(
-            f"allow_targets entry {entry!r} has the dunder segment {segment!r}: dunder "
+            f"allow_targets entry {shown_entry} has the dunder segment {segment!r}: dunder "
             "paths are always refused, so it would allow nothing"
         )
     refused = refused_name(entry)
@@ -342,9 +389,21 @@ def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
             "private, and a subtree trusts every callable below it, so it would reach a "
             f"library's private internals{instead}"
         )
+    top, dot, _ = entry.partition(".")
+    library = library_of(top)
+    # A top-level name can only be a module (or nothing installed here).
+    if library is not None and (subtree or not dot or names_module(entry)):
+        where = f"below {entry}" if subtree else f"of module {entry}"
+        raise _entry_error(
+            f"allow_targets entry {shown_entry} is refused: {library}, not the program's own "
+            f"code, and a {'subtree' if subtree else 'module'} entry would let an artifact "
+            f"call every public callable {where} with arguments it chooses. Name each "
+            f'callable the program trusts exactly, allow_targets=("{entry}.fn",), or bind its '
+            f'path to the program\'s own callable: allow_targets={{"{entry}.fn": my_callable}}'
+        )
     if refused is not None:
         raise _entry_error(
-            f"allow_targets entry {entry!r} would allow nothing: {refused} is always "
+            f"allow_targets entry {shown_entry} would allow nothing: {refused} is always "
             f"refused (it {ALWAYS_REFUSED[refused]})"
         )
 
@@ -441,9 +500,15 @@ def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
             f"{private!r} is private: a private callable is admitted only by an exact entry"
         )
     elif module in allowed.names and module not in allowed.modules:
+        private = private_segment(module)
+        because = (
+            f"has the private segment {private!r}"
+            if private is not None
+            else f"is over a library ({library_of(module.partition('.')[0])})"
+        )
         now += (
-            f"; the entry {module!r} has the private segment {private_segment(module)!r}, "
-            "so it names that one callable exactly, not the callables of a module"
+            f"; the entry {module!r} {because}, so it names that one callable exactly, "
+            "not the callables of a module"
         )
     else:
         for entry in sorted(allowed.modules):
