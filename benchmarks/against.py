@@ -15,12 +15,14 @@ now / REV; `make bench` reports against the hand-written floor instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +76,12 @@ print(json.dumps({"modules": len(plan.modules), **median, "write": write,
 """
 
 
-def _probe(tree: Path, layers: int, rounds: int) -> dict[str, Any]:
+def run_in_tree(tree: Path, script: str, *args: object) -> dict[str, Any]:
+    """Run ``script`` in a fresh interpreter that imports only ``tree`` (and the installed
+    packages); its standard output is one JSON object."""
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), *SITE_PACKAGES])}
     result = subprocess.run(
-        [sys.executable, "-S", "-c", _PROBE, str(layers), str(rounds)],
+        [sys.executable, "-S", "-c", script, *map(str, args)],
         cwd=tree,
         env=environ,
         capture_output=True,
@@ -90,8 +94,9 @@ def _probe(tree: Path, layers: int, rounds: int) -> dict[str, Any]:
     return measured
 
 
-def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
-    """Medians over ``pairs`` alternating process pairs, each of ``rounds`` rounds."""
+@contextlib.contextmanager
+def checked_out(rev: str) -> Iterator[Path]:
+    """``rev`` in a temporary git worktree, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="specgen-against-") as folder:
         tree = Path(folder) / "tree"
         subprocess.run(
@@ -101,12 +106,18 @@ def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
             capture_output=True,
         )
         try:
-            runs: dict[str, list[dict[str, Any]]] = {"now": [], rev: []}
-            for _ in range(pairs):
-                runs["now"].append(_probe(ROOT, layers, rounds))
-                runs[rev].append(_probe(tree, layers, rounds))
+            yield tree
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT)
+
+
+def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
+    """Medians over ``pairs`` alternating process pairs, each of ``rounds`` rounds."""
+    runs: dict[str, list[dict[str, Any]]] = {"now": [], rev: []}
+    with checked_out(rev) as tree:
+        for _ in range(pairs):
+            runs["now"].append(run_in_tree(ROOT, _PROBE, layers, rounds))
+            runs[rev].append(run_in_tree(tree, _PROBE, layers, rounds))
     modules = runs["now"][0]["modules"]
     return {
         "rev": rev,

@@ -42,6 +42,15 @@ def okpkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
+def my_planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package the program owns (tests.trust_helpers.MY_PLANNER), importable in tmp: what
+    module and subtree entries may name."""
+    from tests.trust_helpers import MY_PLANNER, installed
+
+    yield from installed(tmp_path, monkeypatch, MY_PLANNER)
+
+
+@pytest.fixture
 def repo_copy(tmp_path: Path) -> Path:
     """A fresh copy of the repository to edit and regenerate without touching the real one."""
     return copy_repo(tmp_path / "repo")

@@ -75,9 +75,10 @@ json_values = st.recursive(
 )
 
 TARGET_PATHS = ["json.dumps", "pkg.experts.ep_compute_fn", "my_models.cp.flash_attention_wrapper"]
-# The modules whose callables these strategies draw as Targets (plain callables too): what a
-# test rebuilding their metas trusts (docs/contract.md §8).
-TARGET_ENTRIES = ("json", "math", "pkg.experts", "my_models.cp")
+# What a test rebuilding these strategies' metas trusts (docs/trust.md): the library
+# callables they draw as Targets (plain callables too), each by its exact name, and the
+# modules of the made-up packages that stand for a program's own.
+TARGET_ENTRIES = ("json.dumps", "json.loads", "math.sqrt", "pkg.experts", "my_models.cp")
 
 
 def specs() -> st.SearchStrategy[ModuleShardingSpec]:

@@ -150,7 +150,7 @@ from shardplan.convert.targets import Target
 plan = ShardingPlan(modules={modules})
 meta = shardplan.freeze_plan(plan)
 text = meta_to_json(meta)
-rebuilt = shardplan.rebuild_plan(meta_from_json(text), allow_targets=("json",))
+rebuilt = shardplan.rebuild_plan(meta_from_json(text), allow_targets=("json.dumps",))
 reference_meta = reference.freeze_plan(plan)
 refrozen = shardplan.freeze_plan(rebuilt)
 print(json.dumps({{
@@ -162,7 +162,7 @@ print(json.dumps({{
     "rebuilt": {{fqn: repr(getattr(spec, {field!r})) for fqn, spec in rebuilt.modules.items()}},
     "rebuilt_equals_plan": rebuilt.modules == plan.modules,
     "reference_rebuilt_equals_rebuilt":
-        reference.rebuild_live_plan_from_meta(meta_from_json(text), allow_targets=("json",)).modules
+        reference.rebuild_live_plan_from_meta(meta_from_json(text), allow_targets=("json.dumps",)).modules
         == rebuilt.modules,
 }}))
 """

@@ -201,7 +201,7 @@ def test_strict_rebuild_refuses_what_freeze_would_not_give_back(
     document, path = REFUSED_STRICTLY[case]
     impl = IMPLEMENTATIONS[implementation]
     with pytest.raises(MetaError) as caught:
-        impl.rebuild_live_plan_from_meta(meta_from_dict(document), allow_targets=("json",))
+        impl.rebuild_live_plan_from_meta(meta_from_dict(document), allow_targets=("json.dumps",))
     assert caught.value.path.startswith(path), str(caught.value)
 
 
@@ -230,7 +230,7 @@ def test_lenient_rebuild_reads_the_unwritten_values_as_absent(
     document, _ = REFUSED_STRICTLY[case]
     impl = IMPLEMENTATIONS[implementation]
     plan = impl.rebuild_live_plan_from_meta(
-        meta_from_dict(document), strict=False, allow_targets=("json",)
+        meta_from_dict(document), strict=False, allow_targets=("json.dumps",)
     )
     again = json.loads(meta_to_bytes(impl.freeze_plan(plan)))
     assert again["param_plan"]["m"] == {"is_boundary": True}
@@ -386,8 +386,8 @@ def test_two_rebuilds_share_nothing_with_the_meta_or_each_other(implementation: 
     impl = IMPLEMENTATIONS[implementation]
     meta = impl.freeze_plan(_plan_with_nested_values())
     before = meta_to_bytes(meta)
-    first = impl.rebuild_live_plan_from_meta(meta, allow_targets=("json",))
-    second = impl.rebuild_live_plan_from_meta(meta, allow_targets=("json",))
+    first = impl.rebuild_live_plan_from_meta(meta, allow_targets=("json.dumps",))
+    second = impl.rebuild_live_plan_from_meta(meta, allow_targets=("json.dumps",))
     spec = first.modules["m"]
     spec._ep_stack["experts"]["per_rank"].append(8)
     assert isinstance(spec.local_compute_fn, Target)

@@ -24,6 +24,7 @@ from tests.helpers import REPO
 from tests.implementations import use_both_implementations
 from tests.trust_helpers import (
     DANGEROUS,
+    OKPKG_SOURCE,
     PLACE,
     PWNED,
     target_meta,
@@ -57,12 +58,28 @@ implementation = use_both_implementations(__name__)
         ("shardplan.convert.targets._import_path", "shardplan"),
     ],
 )
-def test_a_generic_dispatcher_is_refused_even_when_its_package_is_allowed(
-    path: str, allowed: str
+def test_a_generic_dispatcher_is_refused_under_any_entry_naming_it(path: str, allowed: str) -> None:
+    """Its package as a module or subtree entry is someone else's code, refused when rebuild
+    starts; named exactly, it would allow nothing."""
+    meta = target_meta({"_target_": path})
+    for entries in ((allowed,), (f"{allowed}.*",)):
+        with pytest.raises(MetaError, match="not the program's own code") as caught:
+            impl.rebuild_live_plan_from_meta(meta, allow_targets=entries)
+        assert not isinstance(caught.value, UntrustedTarget)
+    with pytest.raises(MetaError, match="would allow nothing"):
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=(path,))
+
+
+def test_a_generic_dispatcher_re_exported_by_the_programs_package_is_refused_at_first_call(
+    okpkg: Path,
 ) -> None:
+    (okpkg / "okpkg.py").write_text(OKPKG_SOURCE + "from builtins import eval as run_text\n")
+    meta = target_meta({"_target_": "okpkg.run_text", "source": "open('pwned.txt', 'w')"})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("okpkg",))
     with pytest.raises(UntrustedTarget, match="always refused") as caught:
-        impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=(allowed,))
-    assert caught.value.path == PLACE
+        plan.modules["m"].local_compute_fn()
+    assert caught.value.real_name == "builtins.eval"
+    assert not (okpkg / "pwned.txt").exists()
 
 
 @pytest.mark.processes
@@ -151,13 +168,14 @@ RUN_TEXT = "open('pwned.txt', 'w').write('PWNED')"
 VICTIM = "victim.bin"
 
 # (allow_targets, path, kwargs, outcome): a private callable of torch's compiler reached
-# through a subtree, and a file writer through a module entry.
+# through a subtree, and a file writer through a module entry, both refused as entries over
+# someone else's code before any path is resolved.
 INTERNALS_AND_WRITERS: list[tuple[tuple[str, ...], str, dict[str, Any], str]] = [
     (
         ("torch.*",),
         "torch._inductor.metrics._parse_kernel_fn_code",
         {"kernel_module_code": RUN_TEXT},
-        "refused at rebuild",
+        "entry refused",
     ),
     (
         ("torch._inductor.*",),
@@ -169,27 +187,35 @@ INTERNALS_AND_WRITERS: list[tuple[tuple[str, ...], str, dict[str, Any], str]] = 
         ("torch.*",),
         "torch._inductor.async_compile.AsyncCompile.cpp",
         {"self": 0, "source_code": CPP},
-        "refused at rebuild",
+        "entry refused",
     ),
     (
         ("torch.*",),
         "torch._inductor.async_compile.AsyncCompile.cpp_pybinding",
         {"self": 0, "argtypes": [], "source_code": CPP},
-        "refused at rebuild",
+        "entry refused",
     ),
     (
         ("numpy",),
         "numpy.memmap",
         {"filename": VICTIM, "mode": "w+", "shape": [4]},
-        "refused at rebuild",
+        "entry refused",
     ),
-    (("torch",), "torch.save", {"obj": 1, "f": VICTIM}, "refused at rebuild"),
+    (("torch",), "torch.save", {"obj": 1, "f": VICTIM}, "entry refused"),
     (
         ("torch",),
         "torch.from_file",
         {"filename": "new.bin", "shared": True, "size": 4},
-        "refused at rebuild",
+        "entry refused",
     ),
+    # the same, each named exactly: always refused, so the entry would allow nothing
+    (
+        ("torch._inductor.metrics._parse_kernel_fn_code",),
+        "torch._inductor.metrics._parse_kernel_fn_code",
+        {"kernel_module_code": RUN_TEXT},
+        "entry refused",
+    ),
+    (("torch.save",), "torch.save", {"obj": 1, "f": VICTIM}, "entry refused"),
 ]
 
 
@@ -263,16 +289,25 @@ WRITERS = [
 
 
 @pytest.mark.parametrize("path", WRITERS)
-def test_a_file_writer_is_refused_by_its_real_name_under_any_entry(path: str) -> None:
+def test_a_file_writer_is_refused_by_its_real_name_under_any_entry(path: str, okpkg: Path) -> None:
     module, _, name = path.rpartition(".")
     writer = getattr(importlib.import_module(module), name)
     real_name = f"{writer.__module__}.{writer.__qualname__}"  # on the installed version
     assert trust.refused_name(real_name) is not None, real_name
+    meta = target_meta({"_target_": path})
     for entries in ((module,), (f"{module}.*",)):
-        with pytest.raises(UntrustedTarget, match="always refused.*writes"):
-            impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=entries)
+        with pytest.raises(MetaError, match="not the program's own code"):
+            impl.rebuild_live_plan_from_meta(meta, allow_targets=entries)
     with pytest.raises(MetaError, match="would allow nothing"):
-        impl.rebuild_live_plan_from_meta(target_meta({"_target_": path}), allow_targets=(path,))
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=(path,))
+    (okpkg / "okpkg.py").write_text(OKPKG_SOURCE + f"from {module} import {name} as keep\n")
+    for entries in (("okpkg",), ("okpkg.*",)):
+        plan = impl.rebuild_live_plan_from_meta(
+            target_meta({"_target_": "okpkg.keep"}), allow_targets=entries
+        )
+        # refused by its real name, or (numpy's dispatchers) as an instance, never called
+        with pytest.raises(UntrustedTarget, match="always refused|not a function or a class"):
+            plan.modules["m"].local_compute_fn()
 
 
 def test_a_file_writer_named_exactly_by_another_path_is_refused_at_first_call(
@@ -356,8 +391,12 @@ def test_each_attack_of_the_issue_is_refused_and_nothing_runs(
             except UntrustedTarget as refused:
                 assert refused.path == f"injections[0].{key}"
                 continue
-            except ValueError as refused_entry:  # an entry naming it would allow nothing
-                assert "always refused" in str(refused_entry) and entries == (path,)
+            except ValueError as refused_entry:  # someone else's module, or always refused
+                message = str(refused_entry)
+                if entries == (path,):
+                    assert "would allow nothing" in message and "always refused" in message
+                else:
+                    assert "not the program's own code" in message
                 continue
             with pytest.raises(UntrustedTarget):  # pragma: no cover - none gets here
                 getattr(plan.modules["m"], key)("module")

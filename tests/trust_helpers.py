@@ -75,6 +75,22 @@ def fine(*args, **kwargs):
     return kwargs
 """
 
+# A package a program owns: my_planner.models.fn, its private helper my_planner._impl.fn,
+# and public aliases of the helper (my_planner.models.helper) and of its module
+# (my_planner.models.internals).
+MY_PLANNER = {
+    "my_planner/__init__.py": "",
+    "my_planner/models.py": (
+        "from my_planner import _impl as internals\n"
+        "from my_planner._impl import fn as helper\n\n\n"
+        "def fn(*args, **kwargs):\n    return ('models.fn', kwargs)\n"
+    ),
+    "my_planner/_impl.py": (
+        "CALLS = []\n\n\n"
+        "def fn(*args, **kwargs):\n    CALLS.append(kwargs)\n    return ('_impl.fn', kwargs)\n"
+    ),
+}
+
 
 def meta_with(*rules: dict[str, Any], **top: Any) -> CodegenMeta:
     """A meta with one entry per rule's module and the given rules."""

@@ -1,0 +1,101 @@
+"""What the trust rule costs a user: rebuilding a plan's artifact under each form of
+allow-list entry, here and at another commit, side by side in one run.
+
+    python -m benchmarks.trust REV [--layers 250] [--pairs 4] [--rounds 15]
+
+The Llama-style bench plan (benchmarks/plans.py) names two callables of a package the
+program owns (``models.llama``). Each fresh process, one per tree and entry form,
+alternating tree by tree, rebuilds its artifact with ``rebuild_plan(meta,
+allow_targets=...)`` through the public API, collector on: the first rebuild of the
+process (what a trainer rank does once, reading the allow-list and, here, the installed
+metadata that says whose code a package is) and the median of the later ones. Prints
+milliseconds and the ratio now / REV for each form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from typing import Any
+
+from benchmarks.against import ROOT, checked_out, run_in_tree
+
+FORMS = ("exact", "module", "subtree", "mapping")
+
+_PROBE = r"""
+import json, statistics, sys, tempfile, time
+from pathlib import Path
+from benchmarks.plans import TRUSTED_TARGETS, llama_plan
+from shardplan import api
+from shardplan.artifact.meta import dump_meta, load_meta
+
+def implementation(*args, **kwargs):
+    return args, kwargs
+
+layers, rounds, form = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+allow = {
+    "exact": TRUSTED_TARGETS,
+    "module": tuple(sorted({path.rpartition(".")[0] for path in TRUSTED_TARGETS})),
+    "subtree": ("models.*",),
+    "mapping": ({path: implementation for path in TRUSTED_TARGETS},),
+}[form]
+plan = llama_plan(layers)
+path = Path(tempfile.mkdtemp()) / "codegen_meta.json"
+dump_meta(api.freeze_plan(plan), path)
+meta = load_meta(path)
+taken = []
+for _ in range(rounds + 1):
+    t0 = time.perf_counter()
+    rebuilt = api.rebuild_plan(meta, allow_targets=allow)
+    taken.append(time.perf_counter() - t0)
+assert rebuilt.modules == plan.modules
+print(json.dumps({"modules": len(plan.modules), "first": taken[0],
+                  "later": statistics.median(taken[1:])}))
+"""
+
+
+def compare(rev: str, layers: int, pairs: int, rounds: int) -> dict[str, Any]:
+    """Medians over ``pairs`` alternating processes a tree and form."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    with checked_out(rev) as tree:
+        for _ in range(pairs):
+            for form in FORMS:
+                for side, where in (("now", ROOT), (rev, tree)):
+                    measured = run_in_tree(where, _PROBE, layers, rounds, form)
+                    runs.setdefault((side, form), []).append(measured)
+    return {
+        "rev": rev,
+        "modules": runs[("now", FORMS[0])][0]["modules"],
+        **{
+            f"{side} {form}": {
+                step: statistics.median(run[step] for run in found) for step in ("first", "later")
+            }
+            for (side, form), found in runs.items()
+        },
+    }
+
+
+def report(results: dict[str, Any]) -> None:
+    rev = results["rev"]
+    print(f"{results['modules']} modules, rebuild_plan, collector on; milliseconds (medians)")
+    print(f"{'entry form':<10} {'rebuild':<7} {rev:>12} {'now':>10} {'now / ' + rev:>16}")
+    for form in FORMS:
+        for step in ("first", "later"):
+            before, now = results[f"{rev} {form}"][step], results[f"now {form}"][step]
+            print(
+                f"{form:<10} {step:<7} {before * 1e3:12.2f} {now * 1e3:10.2f} {now / before:16.2f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rev", help="the commit to compare with (e.g. main's last landing)")
+    parser.add_argument("--layers", type=int, default=250, help="about 4 modules a layer")
+    parser.add_argument("--pairs", type=int, default=4, help="processes a tree and form")
+    parser.add_argument("--rounds", type=int, default=15, help="later rebuilds a process")
+    args = parser.parse_args()
+    report(compare(args.rev, args.layers, args.pairs, args.rounds))
+
+
+if __name__ == "__main__":
+    main()
