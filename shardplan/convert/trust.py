@@ -288,7 +288,7 @@ class AllowList:
     public callables they admit too), subtree roots (all public), and paths bound to the
     program's own callables."""
 
-    __slots__ = ("names", "modules", "subtrees", "bound", "shown")
+    __slots__ = ("names", "_modules", "subtrees", "bound", "shown")
 
     def __init__(
         self,
@@ -298,16 +298,24 @@ class AllowList:
         shown: str,
     ) -> None:
         self.names = names
-        # An entry with a private segment, or over a library, names one callable exactly,
-        # never a module (a module entry over a library is refused when the list is read).
-        self.modules = frozenset(
-            name
-            for name in names
-            if private_segment(name) is None and library_of(name.partition(".")[0]) is None
-        )
+        self._modules: frozenset[str] | None = None
         self.subtrees = subtrees
         self.bound = bound
         self.shown = shown
+
+    @property
+    def modules(self) -> frozenset[str]:
+        """The names that admit a module's public callables too. An entry with a private
+        segment, or over a library, names one callable exactly, never a module (a module
+        entry over a library is refused when the list is read). Found on first need: a
+        list whose Targets are all named exactly never asks whose code a package is."""
+        if self._modules is None:
+            self._modules = frozenset(
+                name
+                for name in self.names
+                if private_segment(name) is None and library_of(name.partition(".")[0]) is None
+            )
+        return self._modules
 
     def grant(self, dotted: str) -> str | None:
         """Which entry admits ``dotted``: "bound", "exact", "module", "subtree", or None."""
@@ -389,10 +397,12 @@ def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
             "private, and a subtree trusts every callable below it, so it would reach a "
             f"library's private internals{instead}"
         )
+    # Whose code it opens matters only to an entry that opens a module (a top-level name
+    # can only be one) or a subtree; a name that is neither is exact (AllowList.modules).
     top, dot, _ = entry.partition(".")
-    library = library_of(top)
-    # A top-level name can only be a module (or nothing installed here).
-    if library is not None and (subtree or not dot or names_module(entry)):
+    opens = subtree or not dot or names_module(entry)
+    library = library_of(top) if opens else None
+    if library is not None:
         where = f"below {entry}" if subtree else f"of module {entry}"
         raise _entry_error(
             f"allow_targets entry {shown_entry} is refused: {library}, not the program's own "
