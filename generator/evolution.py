@@ -57,8 +57,8 @@ class Changes:
 
 def _row(table: Table, row: Any) -> dict[str, Any]:
     """What a row means to artifacts: never its kind names (a synonym is no change)."""
-    presence, record = table.presence(row), table.record
-    meaning = (record(row, "freeze"), presence.written, record(row, "rebuild"), presence.absent)
+    crossing = table.crossing_of(row)
+    meaning = (crossing.freeze, str(crossing.written), crossing.rebuild, crossing.absent)
     values = (row.name, row.key, row.group, *meaning)
     return {**dict(zip(ROW_FIELDS, values, strict=True)), "aliases": list(row.aliases)}
 

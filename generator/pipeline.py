@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from .blocks import Blocks, check_names, make_blocks
+from .blocks import Blocks, make_blocks
 from .config import Config
 from .emit import build_outputs, check_formatter
 from .evolution import Changes, LockMode, lock_of, settle
 from .kinds import KindFacts, read_kinds
 from .render import make_environment, render_outputs
-from .table import Format, LoadedTable, Tables, load_format, load_tables, validate
+from .table import Format, LoadedTable, Tables, import_module, load_format, load_tables, validate
 
 
 def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:
     """The templates' environment, the kinds module's records and the format module."""
     form = load_format(config)
-    kinds = read_kinds(config.root, config.kinds, form.module)
+    kinds = read_kinds(config.root, import_module(config.kinds, config.root, "kinds"))
     return make_environment(config, kinds, form), kinds, form
 
 
@@ -32,11 +32,6 @@ def _validated(
 ) -> tuple[Tables, Blocks]:
     found = load_tables(config) if loaded is None else loaded
     tables = Tables(tuple(validate(table, kinds, form) for table in found))
-    check_names(
-        tables,
-        lambda probed: render_outputs(env, probed, config, make_blocks(kinds, form.module, probed)),
-        config.output_name,
-    )
     return tables, make_blocks(kinds, form.module, tables)
 
 
@@ -66,4 +61,4 @@ def generate(
     tables, blocks = _validated(env, kinds, form, config, loaded)
     changes, breaks, notes = settle(config, tables, mode)
     sources = render_outputs(env, tables, config, blocks, lock_of(tables, breaks))
-    return Generated(build_outputs(sources, tables, config), changes, notes)
+    return Generated(build_outputs(sources, tables, config, kinds.source_file), changes, notes)

@@ -3,6 +3,7 @@ problem at once, each with the table, the row's number and name and the fix."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import hashlib
@@ -10,15 +11,19 @@ import importlib
 import json
 import keyword
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config, TableConfig
 from .errors import GeneratorError
-from .kinds import STEPS, KindFacts
+from .kinds import KindFacts
+
+if TYPE_CHECKING:
+    from shardplan.table.kinds import Crossing
 
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
@@ -53,18 +58,11 @@ class Table:
     source_file: str  # the table's file, relative to the project root
     digest: str  # computed by the table module's own table_digest()
     cls: str  # "module:Class"
-    # row name -> its resolved presence (rows.Presence: written, absent), keyed rows only
-    presences: dict[str, Any]
-    # row name -> the record each step's kind name stands for, keyed rows only
-    records: dict[str, dict[str, str]]
+    crossings: dict[str, Crossing]  # each keyed row's, resolved once, by row name
 
-    def presence(self, row: Any) -> Any:
-        """The row's presence: when its key is written, what its absence rebuilds to."""
-        return self.presences[row.name]
-
-    def record(self, row: Any, step: str) -> str:
-        """The record the row's ``step`` kind name stands for."""
-        return self.records[row.name][step]
+    def crossing_of(self, row: Any) -> Crossing:
+        """The row's crossing: its records, when its key is written, what its absence gives."""
+        return self.crossings[row.name]
 
     def group(self, group: str) -> tuple[Any, ...]:
         """The rows of ``group``, in table order."""
@@ -155,7 +153,8 @@ class LoadedTable:
     rows: tuple[Any, ...]
     retired: tuple[Any, ...]
     fields: dict[str, bool]  # dataclass field name -> init flag
-    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults
+    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults and annotations
+    bound: dict[str, str]  # the names the class's module binds itself -> how, for messages
     module: str
     source_file: str
     digest: Callable[..., str]  # table_digest(rows, retired)
@@ -173,7 +172,7 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
     return None
 
 
-def _import_module(name: str, root: Path, what: str) -> ModuleType:
+def import_module(name: str, root: Path, what: str) -> ModuleType:
     """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
@@ -208,7 +207,14 @@ def _import_module(name: str, root: Path, what: str) -> ModuleType:
             "fix the file (a merge conflict left behind?) and run again"
         ) from None
     except Exception as exc:  # the table module is user code: report, never traceback
-        raise GeneratorError(f"cannot import the {what} module {name!r}: {exc}") from None
+        places = [
+            (Path(f.f_code.co_filename), line) for f, line in traceback.walk_tb(exc.__traceback__)
+        ]
+        inside = [
+            f"{p.relative_to(root).as_posix()}:{n}: " for p, n in places if p.is_relative_to(root)
+        ]
+        where = inside[-1] if inside else ""
+        raise GeneratorError(f"{where}cannot import the {what} module {name!r}: {exc}") from None
     elsewhere = _outside(module, root)
     if elsewhere is not None:
         raise GeneratorError(
@@ -221,7 +227,7 @@ def _import_module(name: str, root: Path, what: str) -> ModuleType:
 
 def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
     module_name, _, attribute = target.partition(":")
-    module = _import_module(module_name, root, what)
+    module = import_module(module_name, root, what)
     if not hasattr(module, attribute):
         raise GeneratorError(f"{module_name} has no {attribute!r}: fix `{what}` in [tool.specgen]")
     return module, getattr(module, attribute)
@@ -229,7 +235,7 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
 
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
-    module = _import_module(config.format, config.root, "format")
+    module = import_module(config.format, config.root, "format")
     for name in ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS",
                  "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):  # fmt: skip
         if not hasattr(module, name):
@@ -288,6 +294,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     )
     return LoadedTable(
         config=table,
+        bound=_bound_names(sys.modules[cls.__module__], config.root),
         rows=tuple(rows),
         retired=tuple(retired),
         fields={f.name: f.init for f in dataclasses.fields(cls)},
@@ -296,6 +303,32 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         source_file=source_file,
         digest=digest,
     )
+
+
+def _bound_names(module: ModuleType, root: Path) -> dict[str, str]:
+    """The names ``module`` binds at its top level, under ``if TYPE_CHECKING:`` too, each
+    with how, for the message refusing a field that would shadow one."""
+    file = Path(module.__file__ or "")
+    shown = (
+        file.resolve().relative_to(root.resolve()).as_posix()
+        if file.is_relative_to(root)
+        else module.__name__
+    )
+    bound: dict[str, str] = {}
+    statements = list(ast.parse(file.read_text(encoding="utf-8")).body)
+    while statements:
+        node = statements.pop(0)
+        if isinstance(node, (ast.If, ast.Try)):
+            statements += [*node.body, *node.orelse]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound[alias.asname or alias.name.split(".")[0]] = f"{shown} imports it"
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound[node.name] = f"{shown} defines it"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {t.id: f"{shown} assigns it" for t in targets if isinstance(t, ast.Name)}
+    return bound
 
 
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
@@ -324,11 +357,6 @@ def _check_row_types(where: str, raw: Any) -> None:
         raise GeneratorError(
             f"{where}: name, key, group, freeze, rebuild, doc, written and absent must be str, "
             "post_init a bool and aliases a tuple of str (a SpecField row)"
-        )
-    if not callable(getattr(raw, "presence", None)):
-        raise GeneratorError(
-            f"{where}: the row has no presence(): rows are SpecField rows of the project's "
-            "row model (shardplan/table/rows.py), which resolves when a key is written"
         )
 
 
@@ -395,12 +423,22 @@ def _doc_problems(doc: str) -> list[str]:
     return problems
 
 
-def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) -> list[str]:
+def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     problems = []
     groups = form.groups[table.config.name]
     role = form.roles.get(row.group) if row.group in groups else None
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
+    elif row.name.startswith("__"):
+        problems.append(
+            "name begins with two underscores, which Python keeps for itself (__init__, "
+            "__dict__) and mangles in a class body.\n  Rename the field (and its row)."
+        )
+    elif role != DERIVED and row.name in table.bound:
+        problems.append(
+            f"name {row.name!r} shadows a name the class's module binds itself ({table.bound[row.name]}): "
+            "a field of that name hides it in the class body.\n  Rename the field (and its row)."
+        )
     elif role == DERIVED:
         if row.name in table.fields:
             problems.append(
@@ -456,18 +494,6 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
     problems += _key_shape_problems(row, table, form)
-    known = {step: sorted(name for name, s in kinds.names.items() if step in s) for step in STEPS}
-    for step in STEPS:
-        kind = getattr(row, step)
-        if kind not in known[step]:
-            problems.append(
-                f"unknown {step} kind {kind!r}.\n  Known kinds: {', '.join(known[step])}."
-                + _did_you_mean(kind, known[step])
-            )
-    if row.freeze in known["freeze"] and row.rebuild in known["rebuild"]:
-        presence = _presence(row, table, kinds, role)
-        if isinstance(presence, str):
-            problems.append(presence)
     init = table.fields.get(row.name) if role != DERIVED else None
     if init is not None and row.post_init == init:
         fix = (
@@ -479,13 +505,6 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
         )
     return problems
-
-
-def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
-    """The row's presence (rows.Presence), or why it cannot be decided (SpecField.presence)."""
-    field = table.dataclass_fields.get(row.name) if role != DERIVED else None
-    written, absent = kinds.names[row.freeze]["freeze"][1], kinds.names[row.rebuild]["rebuild"][1]
-    return row.presence(written, absent, field)
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
@@ -569,9 +588,18 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     first_by_name: dict[str, int] = {}
     first_by_key: dict[str, tuple[int, str]] = {}
     others = 0
+    crossings: dict[str, Crossing] = {}
     for number, row in enumerate(loaded.rows, start=1):
         where = f"{label} {number} ({row.name})"
-        problems += [f"{where}: {p}" for p in _row_problems(row, loaded, kinds, form)]
+        found = _row_problems(row, loaded, form)
+        role = form.roles.get(row.group) if row.group in form.groups[name] else None
+        if role in (CROSSES, DERIVED):
+            field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
+            try:
+                crossings[row.name] = kinds.resolve(row, field)
+            except kinds.error as exc:
+                found.append(str(exc))
+        problems += [f"{where}: {p}" for p in found]
         others += form.roles.get(row.group) == OTHERS
         if row.name in first_by_name:
             problems.append(
@@ -608,7 +636,6 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     problems += _key_problems(loaded, form, retired_name)
     if problems:
         raise GeneratorError("\n".join(problems))
-    keyed = [row for row in loaded.rows if form.roles[row.group] in (CROSSES, DERIVED)]
     return Table(
         name=name,
         rows=loaded.rows,
@@ -620,9 +647,5 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
         cls=loaded.config.cls,
-        presences={row.name: _presence(row, loaded, kinds, form.roles[row.group]) for row in keyed},
-        records={
-            row.name: {step: kinds.record(step, getattr(row, step)) for step in STEPS}
-            for row in keyed
-        },
+        crossings=crossings,
     )

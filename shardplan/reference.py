@@ -7,6 +7,7 @@ the kind functions of ``shardplan.convert.kinds``, looked up by the names in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -22,15 +23,8 @@ from shardplan.artifact.plan_meta import (
     rule_path,
 )
 from shardplan.artifact.shapes import UNSET
-from shardplan.convert.kinds import (
-    admit,
-    function_of,
-    presence_of,
-    read_renamed,
-    refuse_falsy,
-    refuse_none,
-    refuse_null,
-)
+from shardplan.convert import kinds
+from shardplan.convert.kinds import admit, read_renamed, refuse_falsy, refuse_none, refuse_null
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
@@ -41,8 +35,9 @@ from shardplan.table.format import (
     GROUP_PLAN,
     MATCH_KEY,
 )
+from shardplan.table.kinds import Crossing, crossings
 from shardplan.table.plan_fields import PLAN_FIELDS, PLAN_RETIRED_KEYS
-from shardplan.table.rows import Presence, rows_of_group
+from shardplan.table.rows import rows_of_group
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import (
     INJECTION_SPEC_FIELDS,
@@ -52,10 +47,16 @@ from shardplan.table.spec_fields import (
     accepted_keys,
 )
 
-PRESENCE: dict[str, Presence] = {
-    **{f.name: presence_of(f, ModuleShardingSpec) for f in SPEC_FIELDS if f.freeze},
-    **{f.name: presence_of(f, ShardingPlan) for f in PLAN_FIELDS if f.freeze},
+# Each keyed row's crossing, resolved once, by row name.
+CROSSINGS: dict[str, Crossing] = {
+    **crossings(SPEC_FIELDS, ModuleShardingSpec),
+    **crossings(PLAN_FIELDS, ShardingPlan),
 }
+
+
+def function(spec_field: SpecField, step: str) -> Callable[..., Any]:
+    """The kinds' function the row's crossing names for ``step`` (freeze, rebuild, check)."""
+    return getattr(kinds, CROSSINGS[spec_field.name].function(step))  # type: ignore[no-any-return]
 
 
 def _freeze_fields(
@@ -65,16 +66,16 @@ def _freeze_fields(
     for spec_field in fields:
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
-        presence = PRESENCE[spec_field.name]
-        if presence.writes(value):
-            converted = function_of("freeze", spec_field.freeze)(value, where)
+        crossing = CROSSINGS[spec_field.name]
+        if crossing.writes(value):
+            converted = function(spec_field, "freeze")(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
-            rebuild = function_of("rebuild", spec_field.rebuild)
+            rebuild = function(spec_field, "rebuild")
             frozen[spec_field.key] = admit(rebuild, converted, where)
-        elif value is None and presence.refuses_none:
+        elif value is None and crossing.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
             # back (the truthy kinds' other falsy values normalise, as docs/contract.md §6 says).
-            refuse_none(presence.absent_value(), where)
+            refuse_none(crossing.absent_value(), where)
     return frozen
 
 
@@ -132,24 +133,24 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     document.update(nested)
     for spec_field in PLAN_LEVEL_FIELDS:
         value = getattr(plan, spec_field.name)
-        presence = PRESENCE[spec_field.name]
-        if presence.writes(value):
+        crossing = CROSSINGS[spec_field.name]
+        if crossing.writes(value):
             # null reads back as the absent value (mesh_dim_names: None), not through the kind.
             frozen = (
                 None
-                if value is None and presence.writes_null
+                if value is None and crossing.writes_null
                 else admit(
-                    function_of("rebuild", spec_field.rebuild),
-                    function_of("freeze", spec_field.freeze)(value, spec_field.name),
+                    function(spec_field, "rebuild"),
+                    function(spec_field, "freeze")(value, spec_field.name),
                     spec_field.name,
                 )
             )
             within = spec_field.within
             (document[within] if within else document)[spec_field.leaf] = frozen
-        elif value is None and presence.refuses_none:
-            refuse_none(presence.absent_value(), spec_field.name)
+        elif value is None and crossing.refuses_none:
+            refuse_none(crossing.absent_value(), spec_field.name)
     for spec_field in DERIVED_FIELDS:
-        document[spec_field.key] = function_of("freeze", spec_field.freeze)(param_plan)
+        document[spec_field.key] = function(spec_field, "freeze")(param_plan)
     known = _plan_level_names()
     return CodegenMeta(
         param_plan=param_plan,
@@ -165,12 +166,12 @@ def _rebuild_fields(
     values = {}
     for spec_field in fields:
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
-        presence = PRESENCE[spec_field.name]
-        rebuild = function_of("rebuild", spec_field.rebuild)
+        crossing = CROSSINGS[spec_field.name]
+        rebuild = function(spec_field, "rebuild")
         values[spec_field.name] = (
-            presence.absent_value() if value is None else rebuild(value, where)
+            crossing.absent_value() if value is None else rebuild(value, where)
         )
-        if strict and presence.written == "truthy" and value is not None:
+        if strict and crossing.written == "truthy" and value is not None:
             if not value:  # freeze would drop it: strict reads only what freeze writes
                 refuse_falsy(value, where)
     return values
@@ -183,8 +184,10 @@ INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
 def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
-    """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
-    ``strict=False`` ignores them and nothing else. Targets are admitted only under
+    """Rebuild a live plan from a meta. Strict by default: it accepts only what freeze
+    writes. ``strict=False`` ignores unknown keys, reads as absent a null, a falsy value under
+    a key written only when truthy and a rule holding only ``match``, and recomputes a stale
+    derived key; a wrong type is an error in both. Targets are admitted only under
     ``allow_targets``, what the caller trusts (shardplan.convert.trust)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
@@ -209,14 +212,14 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         source = document.get(within, {}) if within else document
         value, where = read_renamed(source, spec_field.leaf, spec_field.alias_leaves, within, UNSET)
         where = where.lstrip(".")
-        presence = PRESENCE[spec_field.name]
-        if value is None and strict and not presence.writes_null:
-            refuse_null(presence.absent_value(), where)  # freeze writes the value, never null
-        rebuild = function_of("rebuild", spec_field.rebuild)
+        crossing = CROSSINGS[spec_field.name]
+        if value is None and strict and not crossing.writes_null:
+            refuse_null(crossing.absent_value(), where)  # freeze writes the value, never null
+        rebuild = function(spec_field, "rebuild")
         settings[spec_field.name] = (
-            presence.absent_value() if value is None or value is UNSET else rebuild(value, where)
+            crossing.absent_value() if value is None or value is UNSET else rebuild(value, where)
         )
-        if strict and presence.written == "truthy" and value is not None and value is not UNSET:
+        if strict and crossing.written == "truthy" and value is not None and value is not UNSET:
             if not value:
                 refuse_falsy(value, where)
     plan = ShardingPlan(modules={}, **settings)
@@ -241,8 +244,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     for spec_field in DERIVED_FIELDS:
         value = document.get(spec_field.key)
         if strict and value is not None:  # absent or null: recomputed by freeze
-            check = function_of("rebuild", spec_field.rebuild)
-            check(value, spec_field.key, meta.param_plan)
+            function(spec_field, "check")(value, spec_field.key, meta.param_plan)
     return plan
 
 

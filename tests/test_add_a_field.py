@@ -31,7 +31,7 @@ TABLE = "shardplan/table/spec_fields.py"
 GENERATED_MODULES = ("freeze.py", "rebuild.py")
 # Lines that change with any table edit: the header stamp and the staleness-guard constant
 # (one line per table module: its digest).
-DIGEST_PREFIXES = ("# table sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
+DIGEST_PREFIXES = ("# tables sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
 GUARD_LINE = re.compile(r'    "[\w.]+": "[0-9a-f]{64}",')
 
 

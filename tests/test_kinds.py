@@ -169,7 +169,7 @@ def written_by_kind(row: Any) -> Any:
     rng = random.Random(row.name)
     for _ in range(100):
         value = strategies.POOLS[row.freeze](rng)
-        if value is not None and strategies.presence_of(row).writes(value):
+        if value is not None and strategies.crossing_of(row).writes(value):
             if strategies._reads_back(row, value):
                 return value
     raise AssertionError(
@@ -344,7 +344,7 @@ REBUILD_DEFAULTS: dict[str, Any] = {
     # A kind added since the table above was written: its own declaration in the kinds
     # module (the generated code is still checked against it).
     **{
-        f.name: KIND_DEFAULTS.get(f.rebuild, strategies.presence_of(f).absent_value())
+        f.name: KIND_DEFAULTS.get(f.rebuild, strategies.crossing_of(f).absent_value())
         for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
     },
     "params": None,
