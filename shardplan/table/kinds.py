@@ -82,6 +82,9 @@ class Writes:
     record: str
     written: Written
 
+    def __post_init__(self) -> None:
+        Written(self.written)  # a string that is no condition fails at import, naming the line
+
 
 @dataclass(frozen=True)
 class Reads:
