@@ -23,11 +23,41 @@ SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 
 
-# Where a spec-table group's block reads and writes: the entry dict and the path's base.
-_SPEC_PLACES = {
-    "param_plan": ("entry", "module_path(fqn)", "entry_path(fqn)"),
-    "injections": ("rule", "module_path(fqn)", "rule_path(index)"),
-}
+# Where a spec-table group's block reads and writes: the entry, and the paths' functions.
+_SPEC_PLACES = {"param_plan": ("entry", "entry_path", "fqn"), "injections": ("rule", "rule_path", "index")}
+
+
+@dataclass(frozen=True)
+class Words:
+    """The generated code's own names (its locals, parameters, imports, builtins), each
+    spelled so that no name a row puts beside them can be it: a field's local, an object's
+    local, a CodegenMeta field. A word one of those takes gains underscores until it is
+    free, so any name a dataclass field may take is a valid row name, by construction.
+    Templates and blocks spell every such word through here (``w.value``)."""
+
+    taken: frozenset[str]
+
+    def spell(self, word: str) -> str:
+        """``word`` as the generated code spells it."""
+        while word in self.taken:
+            word += "_"
+        return word
+
+    def __getattr__(self, word: str) -> str:
+        if word.startswith("__"):  # Python's own lookups (copy, pickle) find nothing here
+            raise AttributeError(word)
+        return self.spell(word)
+
+    __getitem__ = spell
+
+    def imported(self, name: str) -> str:
+        """An import of ``name`` as the generated code spells it."""
+        spelled = self.spell(name)
+        return name if spelled == name else f"{name} as {spelled}"
+
+    def builtins(self) -> list[str]:
+        """The builtins a row's name would hide, imported under their spelling."""
+        return [self.imported(name) for name in sorted(self.taken & _BUILTINS)]
 
 
 @dataclass(frozen=True)
@@ -64,10 +94,11 @@ class RebuildBlock:
     calls: tuple[str, ...] = ()
 
 
-def _type_test(types: tuple[type, ...]) -> str:
+def _type_test(w: Words, types: tuple[type, ...]) -> str:
+    names = [w.spell(t.__name__) for t in types]
     if len(types) == 1:
-        return f"type(value) is {types[0].__name__}"
-    return f"type(value) in ({', '.join(t.__name__ for t in types)})"
+        return f"{w.type}({w.value}) is {names[0]}"
+    return f"{w.type}({w.value}) in ({', '.join(names)})"
 
 
 def _freeze_shortcut(crossing: Crossing) -> tuple[str, tuple[type, ...]]:
@@ -87,39 +118,47 @@ def _freeze_shortcut(crossing: Crossing) -> tuple[str, tuple[type, ...]]:
 _WORD = re.compile(r"""'[^']*'|"[^"]*"|(\w+)""")
 
 
-def _calls(*expressions: str, known: frozenset[str]) -> tuple[str, ...]:
-    """The names of ``known`` (kind functions, shapes, builtins) the expressions use, in
-    first-use order: the expressions are the generator's own, so a word scan is exact."""
+def _calls(*expressions: str, known: dict[str, str]) -> tuple[str, ...]:
+    """The names (as imported) of ``known`` (spelling -> name: kind functions, shapes,
+    builtins) the expressions use, in first-use order: the expressions are the generator's
+    own, so a word scan is exact."""
     found: dict[str, None] = {}
     for expression in expressions:
         for word in _WORD.finditer(expression):
             if word[1] in known:
-                found.setdefault(word[1], None)
+                found.setdefault(known[word[1]], None)
     return tuple(found)
 
 
 class BlockMaker:
     """Decides every block of one run from the kinds and the format module."""
 
-    def __init__(self, kinds: KindFacts, form: ModuleType) -> None:
+    def __init__(self, kinds: KindFacts, form: ModuleType, words: Words) -> None:
         self.kinds = kinds
         self.field_path = form.field_path
         self.param_plan_group = form.GROUP_PARAM_PLAN
-        self.known = kinds.defined | SHAPES_NAMES | _BUILTINS
+        self.w = words
+        # Each name a block may call, by its spelling: the imports name the word itself.
+        self.known = {words.spell(n): n for n in kinds.defined | SHAPES_NAMES | _BUILTINS}
+
+    def _calls(self, *expressions: str) -> tuple[str, ...]:
+        return _calls(*expressions, known=self.known)
 
     def _where(self, base: str, key: str) -> str:
         """The error path of a value, as an expression: ``base + ".key"``, or a literal."""
         return f"{base} + {self.field_path('', key)!r}" if base else repr(key)
 
     def _frozen(self, row: Any, crossing: Crossing, where: str) -> str:
-        frozen = f"{crossing.function('freeze')}(value, {where})"
+        w = self.w
+        frozen = f"{w.spell(crossing.function('freeze'))}({w.value}, {where})"
         if not crossing.reads_back:
-            frozen = f"admit({crossing.function('rebuild')}, {frozen}, {where})"
+            frozen = f"{w.admit}({w.spell(crossing.function('rebuild'))}, {frozen}, {where})"
         call, exactly = _freeze_shortcut(crossing)
         if call:
-            frozen = f"{self.entry_shortcut(row, crossing)[0] or call}(value) or {frozen}"
+            call = self.entry_shortcut(row, crossing)[0] or w.spell(call)
+            frozen = f"{call}({w.value}) or {frozen}"
         elif exactly:
-            frozen = f"value if {_type_test(exactly)} else {frozen}"
+            frozen = f"{w.value} if {_type_test(w, exactly)} else {frozen}"
         return frozen
 
     def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str]:
@@ -134,34 +173,35 @@ class BlockMaker:
                 f"kind {row.freeze!r} has a write shortcut ({write.live}) but no freeze shortcut "
                 "function it could stand for: give its record a Shortcut(call=...)"
             )
-        return (f"{crossing.freeze}_shortcut", call, write.live, write.check)
+        return (self.w.spell(f"{crossing.freeze}_shortcut"), call, write.live, write.check)
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
-        crossing = table.crossing_of(row)
+        crossing, w = table.crossing_of(row), self.w
         if table.roles[row.group] == DERIVED:
-            written = f"{crossing.function('freeze')}(param_plan)"
+            written = f"{w.spell(crossing.function('freeze'))}({w.param_plan})"
             return FreezeBlock(
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
-                target=f"document[{row.key!r}]",
+                target=f"{w.document}[{row.key!r}]",
                 written=written,
-                calls=_calls(written, known=self.known),
+                calls=self._calls(written),
             )
         if row.group in table.top_level_groups:  # the plan level: the document, or its object
-            target = f"{row.within or 'document'}[{row.leaf!r}]"
-            source, where = f"plan.{row.name}", repr(row.name)
+            target = f"{row.within or w.document}[{row.leaf!r}]"
+            source, where = f"{w.plan}.{row.name}", repr(row.name)
         else:
-            out, base, _ = _SPEC_PLACES[row.group]
-            target = f"{out}[{row.key!r}]"
-            source, where = f"spec.{row.name}", self._where(base, row.name)
+            out, _, _ = _SPEC_PLACES[row.group]
+            target = f"{w.spell(out)}[{row.key!r}]"
+            source = f"{w.spec}.{row.name}"
+            where = self._where(f"{w.module_path}({w.fqn})", row.name)
         written = crossing.written
-        condition = {"always": "", "truthy": "value"}.get(written, "value is not None")
+        condition = {"always": "", "truthy": w.value}.get(written, f"{w.value} is not None")
         otherwise = ""
         if crossing.refuses_none:
-            otherwise = f"refuse_none({crossing.absent}, {where})"
+            otherwise = f"{w.refuse_none}({crossing.absent}, {where})"
         frozen = self._frozen(row, crossing, where)
         if crossing.writes_null:  # None is written as null, which reads back as None
-            frozen = f"None if value is None else {frozen}"
+            frozen = f"None if {w.value} is None else {frozen}"
         comment = f"{row.name}: {crossing.freeze}, written " + (
             written if written == "always" else f"when {written}"
         )
@@ -174,52 +214,61 @@ class BlockMaker:
             condition=condition,
             written=frozen,
             otherwise=otherwise,
-            calls=_calls(condition, frozen, otherwise, known=self.known),
+            calls=self._calls(condition, frozen, otherwise),
         )
 
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
         """The row's rebuild assignment (or, derived, its strict check)."""
-        crossing = table.crossing_of(row)
+        crossing, w = table.crossing_of(row), self.w
         default = crossing.absent
         if table.roles[row.group] == DERIVED:
-            check = f"{crossing.function('check')}(value, {row.key!r}, meta.param_plan)"
+            check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, {w.meta}.param_plan)"
             return RebuildBlock(
                 comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
                 "rebuild refuses a stale one",
-                read=f"value = meta.{row.key}",
-                absent_test="value is None or value is UNSET",
+                read=f"{w.value} = {w.meta}.{row.key}",
+                absent_test=f"{w.value} is None or {w.value} is {w.UNSET}",
                 default=default,
                 check=check,
-                calls=_calls(check, "UNSET", known=self.known),
+                calls=self._calls(check, w.UNSET),
             )
         plan_level = row.group in table.top_level_groups
         comment = f"{row.name}: {crossing.rebuild}, {default} when absent"
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
-            read, where = f"value = meta.{row.leaf}", repr(row.key)
+            read, where = f"{w.value} = {w.meta}.{row.leaf}", repr(row.key)
         else:
-            source, base = (row.within, "") if plan_level else _SPEC_PLACES[row.group][::2]
+            if plan_level:
+                source, base = row.within, ""
+            else:
+                out, path, at = _SPEC_PLACES[row.group]
+                source, base = w.spell(out), f"{w.spell(path)}({w.spell(at)})"
             leaves = row.alias_leaves if plan_level else row.aliases
             key = row.leaf if plan_level else row.key
-            tail = ", UNSET" if plan_level else ""
+            tail = f", {w.UNSET}" if plan_level else ""
             if leaves:
                 comment += f"; older artifacts name it {', '.join(leaves)}"
                 at = repr(row.within) if plan_level else base
-                read = f"value, where = read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
-                where = "where"
+                read = (
+                    f"{w.value}, {w.where} = {w.read_renamed}({source}, {key!r}, {leaves!r}, "
+                    f"{at}{tail})"
+                )
+                where = w.where
             else:
-                read = f"value = {source}.get({key!r}{tail})"
+                read = f"{w.value} = {source}.get({key!r}{tail})"
                 where = repr(row.key) if plan_level else self._where(base, key)
         refuse_null = ""
         if plan_level and not crossing.writes_null:
-            refuse_null = f"refuse_null({default}, {where})"
-        refuse_falsy = f"refuse_falsy(value, {where})" if crossing.written == "truthy" else ""
-        absent_test = "value is None" + (" or value is UNSET" if plan_level else "")
-        call = f"{crossing.function('rebuild')}(value, {where})"
+            refuse_null = f"{w.refuse_null}({default}, {where})"
+        refuse_falsy = ""
+        if crossing.written == "truthy":
+            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
+        absent_test = f"{w.value} is None" + (f" or {w.value} is {w.UNSET}" if plan_level else "")
+        call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
         shortcut = crossing.rebuild_record.rebuild_shortcut
-        types = _type_test(shortcut.exactly) if shortcut and shortcut.exactly else ""
+        types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
-            call = f"{shortcut.call}(value) or {call}"
+            call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
         return RebuildBlock(
             comment=comment,
             read=read,
@@ -231,9 +280,7 @@ class BlockMaker:
             absent_test=absent_test,
             default=default,
             call=call,
-            calls=_calls(
-                read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
-            ),
+            calls=self._calls(read, refuse_null, refuse_falsy, types, absent_test, call),
         )
 
 
@@ -249,6 +296,7 @@ class Blocks:
     # The top-level keys freeze may leave out (written when not None or truthy): CodegenMeta
     # holds UNSET for such a key the document does not have.
     optional_keys: frozenset[str]
+    words: Words
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
@@ -282,9 +330,20 @@ class Blocks:
         }
 
 
+def taken_names(tables: Tables) -> frozenset[str]:
+    """The names rows put into generated code: each crossing field's local, each object's
+    local (the nested keys' container) and each top-level key (a CodegenMeta field)."""
+    taken = set()
+    for table in tables:
+        taken |= {row.name for row in table.crossing} | set(table.containers())
+        taken |= {key for key, _ in table.top_level()}
+    return frozenset(taken)
+
+
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     """Decide every keyed row's block of both steps, and write_plan's shortcuts and checks."""
-    maker = BlockMaker(kinds, form)
+    words = Words(taken_names(tables))
+    maker = BlockMaker(kinds, form, words)
     by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
@@ -305,7 +364,7 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
             top_level = top_level and table.roles[row.group] != DERIVED
             if top_level and table.crossing_of(row).written != "always":
                 optional.add(row.leaf)
-    return Blocks(by_row, shortcuts, checks, frozenset(optional))
+    return Blocks(by_row, shortcuts, checks, frozenset(optional), words)
 
 
 def _label(table: Table, row: Any) -> str:

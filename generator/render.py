@@ -166,6 +166,7 @@ def render_outputs(
         "tables": tables,
         "table_digests": {table.module: table.digest for table in tables},
         "blocks": blocks,
+        "w": blocks.words,
         "lock": lock or {},
     }
     sources: dict[str, str] = {}
