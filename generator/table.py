@@ -373,6 +373,13 @@ def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]
                 f'"container{form.separator}key").\n  Choose another key.'
             )
             return problems
+        if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
+            problems.append(
+                f"key {key!r} names a field of CodegenMeta, and Python keeps names beginning "
+                "with two underscores for itself (__init__, __dict__) and mangles them in a "
+                "class body.\n  Choose another key."
+            )
+            return problems
     reserved = form.reserved.get(row.group, {})
     if row.within in reserved:
         problems.append(
@@ -396,6 +403,12 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
     containers = {row.within: row for row in rows if row.within}
     problems = []
     for number, row in enumerate(table.rows, start=1):
+        if row.name in containers and form.roles.get(row.group) == CROSSES:
+            problems.append(
+                f"{label} {number} ({row.name}): the field and the object "
+                f"{containers[row.name].within!r} other rows nest keys in would share a name in "
+                "the generated rebuild.\n  Rename the field (and its row), or the object."
+            )
         if row in rows and not row.within and row.key in containers:
             nested = containers[row.key]
             problems.append(

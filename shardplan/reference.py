@@ -47,16 +47,14 @@ from shardplan.table.spec_fields import (
     accepted_keys,
 )
 
-# Each keyed row's crossing, resolved once, by row name.
-CROSSINGS: dict[str, Crossing] = {
-    **crossings(SPEC_FIELDS, ModuleShardingSpec),
-    **crossings(PLAN_FIELDS, ShardingPlan),
-}
+# Each keyed row's crossing, resolved once, by row name, a table each.
+SPEC_CROSSINGS: dict[str, Crossing] = crossings(SPEC_FIELDS, ModuleShardingSpec)
+PLAN_CROSSINGS: dict[str, Crossing] = crossings(PLAN_FIELDS, ShardingPlan)
 
 
-def function(spec_field: SpecField, step: str) -> Callable[..., Any]:
-    """The kinds' function the row's crossing names for ``step`` (freeze, rebuild, check)."""
-    return getattr(kinds, CROSSINGS[spec_field.name].function(step))  # type: ignore[no-any-return]
+def function(crossing: Crossing, step: str) -> Callable[..., Any]:
+    """The kinds' function ``crossing`` names for ``step`` (freeze, rebuild, check)."""
+    return getattr(kinds, crossing.function(step))  # type: ignore[no-any-return]
 
 
 def _freeze_fields(
@@ -66,11 +64,11 @@ def _freeze_fields(
     for spec_field in fields:
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
-        crossing = CROSSINGS[spec_field.name]
+        crossing = SPEC_CROSSINGS[spec_field.name]
         if crossing.writes(value):
-            converted = function(spec_field, "freeze")(value, where)
+            converted = function(crossing, "freeze")(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
-            rebuild = function(spec_field, "rebuild")
+            rebuild = function(crossing, "rebuild")
             frozen[spec_field.key] = admit(rebuild, converted, where)
         elif value is None and crossing.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
@@ -133,15 +131,15 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     document.update(nested)
     for spec_field in PLAN_LEVEL_FIELDS:
         value = getattr(plan, spec_field.name)
-        crossing = CROSSINGS[spec_field.name]
+        crossing = PLAN_CROSSINGS[spec_field.name]
         if crossing.writes(value):
             # null reads back as the absent value (mesh_dim_names: None), not through the kind.
             frozen = (
                 None
                 if value is None and crossing.writes_null
                 else admit(
-                    function(spec_field, "rebuild"),
-                    function(spec_field, "freeze")(value, spec_field.name),
+                    function(crossing, "rebuild"),
+                    function(crossing, "freeze")(value, spec_field.name),
                     spec_field.name,
                 )
             )
@@ -150,7 +148,8 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
         elif value is None and crossing.refuses_none:
             refuse_none(crossing.absent_value(), spec_field.name)
     for spec_field in DERIVED_FIELDS:
-        document[spec_field.key] = function(spec_field, "freeze")(param_plan)
+        freeze = function(PLAN_CROSSINGS[spec_field.name], "freeze")
+        document[spec_field.key] = freeze(param_plan)
     known = _plan_level_names()
     return CodegenMeta(
         param_plan=param_plan,
@@ -166,8 +165,8 @@ def _rebuild_fields(
     values = {}
     for spec_field in fields:
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
-        crossing = CROSSINGS[spec_field.name]
-        rebuild = function(spec_field, "rebuild")
+        crossing = SPEC_CROSSINGS[spec_field.name]
+        rebuild = function(crossing, "rebuild")
         values[spec_field.name] = (
             crossing.absent_value() if value is None else rebuild(value, where)
         )
@@ -212,10 +211,10 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         source = document.get(within, {}) if within else document
         value, where = read_renamed(source, spec_field.leaf, spec_field.alias_leaves, within, UNSET)
         where = where.lstrip(".")
-        crossing = CROSSINGS[spec_field.name]
+        crossing = PLAN_CROSSINGS[spec_field.name]
         if value is None and strict and not crossing.writes_null:
             refuse_null(crossing.absent_value(), where)  # freeze writes the value, never null
-        rebuild = function(spec_field, "rebuild")
+        rebuild = function(crossing, "rebuild")
         settings[spec_field.name] = (
             crossing.absent_value() if value is None or value is UNSET else rebuild(value, where)
         )
@@ -244,7 +243,8 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     for spec_field in DERIVED_FIELDS:
         value = document.get(spec_field.key)
         if strict and value is not None:  # absent or null: recomputed by freeze
-            function(spec_field, "check")(value, spec_field.key, meta.param_plan)
+            check = function(PLAN_CROSSINGS[spec_field.name], "check")
+            check(value, spec_field.key, meta.param_plan)
     return plan
 
 
