@@ -198,7 +198,7 @@ class BlockMaker:
         condition = {"always": "", "truthy": w.value}.get(written, f"{w.value} is not None")
         otherwise = ""
         if crossing.refuses_none:
-            otherwise = f"{w.refuse_none}({crossing.absent}, {where})"
+            otherwise = f"{w.refuse_none}({where}, absent={crossing.absent})"
         frozen = self._frozen(row, crossing, where)
         if crossing.writes_null:  # None is written as null, which reads back as None
             frozen = f"None if {w.value} is None else {frozen}"
@@ -259,7 +259,7 @@ class BlockMaker:
                 where = repr(row.key) if plan_level else self._where(base, key)
         refuse_null = ""
         if plan_level and not crossing.writes_null:
-            refuse_null = f"{w.refuse_null}({default}, {where})"
+            refuse_null = f"{w.refuse_null}({where}, absent={default})"
         refuse_falsy = ""
         if crossing.written == "truthy":
             refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"

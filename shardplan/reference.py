@@ -73,7 +73,7 @@ def _freeze_fields(
         elif value is None and crossing.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
             # back (the truthy kinds' other falsy values normalise, as docs/contract.md §6 says).
-            refuse_none(crossing.absent_value(), where)
+            refuse_none(where, absent=crossing.absent_value())
     return frozen
 
 
@@ -146,7 +146,7 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
             within = spec_field.within
             (document[within] if within else document)[spec_field.leaf] = frozen
         elif value is None and crossing.refuses_none:
-            refuse_none(crossing.absent_value(), spec_field.name)
+            refuse_none(spec_field.name, absent=crossing.absent_value())
     for spec_field in DERIVED_FIELDS:
         freeze = function(PLAN_CROSSINGS[spec_field.name], "freeze")
         document[spec_field.key] = freeze(param_plan)
@@ -213,7 +213,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         where = where.lstrip(".")
         crossing = PLAN_CROSSINGS[spec_field.name]
         if value is None and strict and not crossing.writes_null:
-            refuse_null(crossing.absent_value(), where)  # freeze writes the value, never null
+            refuse_null(where, absent=crossing.absent_value())  # freeze writes the value, never null
         rebuild = function(crossing, "rebuild")
         settings[spec_field.name] = (
             crossing.absent_value() if value is None or value is UNSET else rebuild(value, where)

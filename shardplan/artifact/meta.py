@@ -211,7 +211,7 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
     ``MAX_FILE_BYTES`` at the time of the call); a FIFO, a device, a socket or a folder is
     refused without being opened for reading, a larger file before it is read.
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
         if max_bytes is None:
@@ -223,7 +223,7 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
             )
         return _load_meta(Path(path), max_bytes)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def _load_meta(path: Path, max_bytes: int) -> CodegenMeta:
@@ -324,13 +324,13 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
         check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
         atomic_write_bytes(Path(path), meta_to_bytes(meta))
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 __all__ = [

@@ -187,7 +187,7 @@ def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     return sharded
 
 
-def refuse_none(absent: Any, path: str) -> NoReturn:
+def refuse_none(path: str, *, absent: Any) -> NoReturn:
     """Refuse a None its freeze kind does not write, where the row's rebuild kind reads the
     absent key as ``absent`` instead: the plan would not come back as it was."""
     raise FreezeError(
@@ -208,7 +208,7 @@ def refuse_falsy(value: Any, path: str) -> NoReturn:
     )
 
 
-def refuse_null(absent: Any, path: str) -> NoReturn:
+def refuse_null(path: str, *, absent: Any) -> NoReturn:
     """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
     not ``mesh_dim_names``) would read back as ``absent`` and be written so."""
     raise MetaError(
