@@ -24,7 +24,10 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 # Where a spec-table group's block reads and writes: the entry, and the paths' functions.
-_SPEC_PLACES = {"param_plan": ("entry", "entry_path", "fqn"), "injections": ("rule", "rule_path", "index")}
+_SPEC_PLACES = {
+    "param_plan": ("entry", "entry_path", "fqn"),
+    "injections": ("rule", "rule_path", "index"),
+}
 
 
 @dataclass(frozen=True)

@@ -207,14 +207,14 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
             "fix the file (a merge conflict left behind?) and run again"
         ) from None
     except Exception as exc:  # the table module is user code: report, never traceback
-        places = [
-            (Path(f.f_code.co_filename), line) for f, line in traceback.walk_tb(exc.__traceback__)
-        ]
-        inside = [
+        # The deepest line of the project's own files, where the bad value is written.
+        places = [(Path(f.f_code.co_filename), n) for f, n in traceback.walk_tb(exc.__traceback__)]
+        lines = [
             f"{p.relative_to(root).as_posix()}:{n}: " for p, n in places if p.is_relative_to(root)
         ]
-        where = inside[-1] if inside else ""
-        raise GeneratorError(f"{where}cannot import the {what} module {name!r}: {exc}") from None
+        raise GeneratorError(
+            f"{(lines or [''])[-1]}cannot import the {what} module {name!r}: {exc}"
+        ) from None
     elsewhere = _outside(module, root)
     if elsewhere is not None:
         raise GeneratorError(
