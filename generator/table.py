@@ -236,8 +236,15 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
     module = import_module(config.format, config.root, "format")
-    for name in ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS",
-                 "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):  # fmt: skip
+    for name in (
+        "TABLE_GROUPS",
+        "GROUP_ROLES",
+        "RESERVED_KEYS",
+        "RETIRABLE_GROUPS",
+        "TOP_LEVEL_GROUPS",
+        "NESTING_SEPARATOR",
+        "field_path",
+    ):
         if not hasattr(module, name):
             raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
     roles = dict(module.GROUP_ROLES)
