@@ -152,10 +152,10 @@ def render_outputs(
     tables: Tables,
     config: Config,
     blocks: Blocks,
-    lock: dict[str, Any] | None = None,
+    lock: dict[str, Any],
 ) -> dict[str, str]:
-    """Render the declared outputs (unformatted) by file name; without ``lock`` (the table lock
-    to write) only the Python ones, which ``blocks.check_names`` reads."""
+    """Render each declared output (unformatted) once, by file name; ``lock``: the table lock
+    to write."""
     templates = output_templates(env, config)
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(
@@ -167,12 +167,10 @@ def render_outputs(
         "table_digests": {table.module: table.digest for table in tables},
         "blocks": blocks,
         "w": blocks.words,
-        "lock": lock or {},
+        "lock": lock,
     }
     sources: dict[str, str] = {}
     for out_name, template in templates.items():
-        if lock is None and not out_name.endswith(".py"):
-            continue
         module_file = f"{config.output_name}/{out_name}"
         try:  # any error a template raises ({{ 1 // 0 }} too): one message, never a traceback
             source = env.get_template(template).render(context, module_file=module_file)

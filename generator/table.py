@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config, TableConfig
 from .errors import GeneratorError
-from .kinds import KindFacts
+from .kinds import KindFacts, bound_names
 
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing
@@ -301,7 +301,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     )
     return LoadedTable(
         config=table,
-        bound=_bound_names(sys.modules[cls.__module__], config.root),
+        bound=_bound_names(sys.modules[cls.__module__], config.root.resolve()),
         rows=tuple(rows),
         retired=tuple(retired),
         fields={f.name: f.init for f in dataclasses.fields(cls)},
@@ -313,29 +313,10 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
 
 
 def _bound_names(module: ModuleType, root: Path) -> dict[str, str]:
-    """The names ``module`` binds at its top level, under ``if TYPE_CHECKING:`` too, each
-    with how, for the message refusing a field that would shadow one."""
-    file = Path(module.__file__ or "")
-    shown = (
-        file.resolve().relative_to(root.resolve()).as_posix()
-        if file.is_relative_to(root)
-        else module.__name__
-    )
-    bound: dict[str, str] = {}
-    statements = list(ast.parse(file.read_text(encoding="utf-8")).body)
-    while statements:
-        node = statements.pop(0)
-        if isinstance(node, (ast.If, ast.Try)):
-            statements += [*node.body, *node.orelse]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                bound[alias.asname or alias.name.split(".")[0]] = f"{shown} imports it"
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            bound[node.name] = f"{shown} defines it"
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound |= {t.id: f"{shown} assigns it" for t in targets if isinstance(t, ast.Name)}
-    return bound
+    """The names the class's module binds itself, each with how (kinds.bound_names)."""
+    file = Path(module.__file__ or "").resolve()
+    shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else module.__name__
+    return bound_names(ast.parse(file.read_text(encoding="utf-8")), shown)
 
 
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:

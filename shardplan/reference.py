@@ -213,7 +213,9 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         where = where.lstrip(".")
         crossing = PLAN_CROSSINGS[spec_field.name]
         if value is None and strict and not crossing.writes_null:
-            refuse_null(where, absent=crossing.absent_value())  # freeze writes the value, never null
+            refuse_null(
+                where, absent=crossing.absent_value()
+            )  # freeze writes the value, never null
         rebuild = function(crossing, "rebuild")
         settings[spec_field.name] = (
             crossing.absent_value() if value is None or value is UNSET else rebuild(value, where)

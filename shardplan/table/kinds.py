@@ -305,6 +305,61 @@ def literal_problem(text: str) -> str | None:
     return None if repr(value) == text else f"{text!r} is not written as Python writes it"
 
 
+def problems(functions: dict[str, set[str]], defined: set[str]) -> list[str]:
+    """What the records and kind names say that the kinds' functions (``functions``: each
+    prefix's record names, of freeze_, rebuild_ and check_; ``defined``: every name that
+    module binds) do not hold, one line each; the generator refuses them all."""
+    found = []
+    for name, meaning in KINDS.items():
+        found += _record_problems(f"KINDS[{name!r}]", name, meaning, functions, defined)
+    readable = (functions["rebuild"] | functions["check"]) & set(KINDS)
+    for name, kind in KIND_NAMES.items():
+        at = f"KIND_NAMES[{name!r}]"
+        if kind.freeze is None and kind.rebuild is None:
+            found.append(
+                f"{at} serves no step: give it freeze=Writes(...) and/or rebuild=Reads(...)"
+            )
+        if kind.freeze and kind.freeze.record not in functions["freeze"] & set(KINDS):
+            used = kind.freeze.record
+            found.append(f"{at}: freeze record {used!r} has no freeze_{used} in KINDS")
+        if kind.rebuild and kind.rebuild.record not in readable:
+            used = kind.rebuild.record
+            found.append(f"{at}: rebuild record {used!r} has no rebuild_{used} in KINDS")
+        if kind.rebuild and kind.rebuild.absent and (bad := literal_problem(kind.rebuild.absent)):
+            found.append(f"{at}: the absent value {bad}")
+    named = {s.record for kind in KIND_NAMES.values() for s in (kind.freeze, kind.rebuild) if s}
+    return found + [
+        f"KINDS[{record!r}] has no kind name: name it in KIND_NAMES, the words rows use"
+        for record in sorted(set(KINDS) - named)
+    ]
+
+
+def _record_problems(
+    at: str, name: str, record: Record, functions: dict[str, set[str]], defined: set[str]
+) -> list[str]:
+    found = []
+    if not any(name in prefixed for prefixed in functions.values()):
+        found.append(f"{at} has no function: write freeze_{name} and/or rebuild_{name}")
+    if record.reads_back and name not in functions["freeze"]:
+        found.append(f"{at}: reads_back is said of a freeze; there is no freeze_{name}")
+    for reader in record.reads_back:
+        if reader not in functions["rebuild"] | functions["check"]:
+            found.append(f"{at}: reads_back names {reader!r}, which has no rebuild function")
+    for step, shortcut in (
+        ("freeze", record.freeze_shortcut),
+        ("rebuild", record.rebuild_shortcut),
+    ):
+        if shortcut is not None and name not in functions[step]:
+            found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
+    calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
+    if record.write_shortcut is not None:
+        if name not in functions["freeze"]:
+            found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
+        calls += [record.write_shortcut.live, record.write_shortcut.check]
+    undefined = [call for call in calls if call not in defined]
+    return found + [f"{at}: shortcut {c!r} is no function the module defines" for c in undefined]
+
+
 def _named(row: SpecField, step: str) -> KindName:
     """The kind name the row gives ``step``, refused where it serves no such step."""
     word = getattr(row, step)
