@@ -242,7 +242,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     assert "            grad_scale=grad_scale," in added
     # The common value by its exact type, the rest through the kind's function.
     assert "        if type(value) in (str, bool, int, float):" in added
-    assert "            grad_scale = value" in added
+    assert "            grad_scale: float | None = value" in added
     assert any(line.startswith("            grad_scale = rebuild_scalar(") for line in added)
 
 
