@@ -41,7 +41,9 @@ def test_a_kind_function_returning_another_type_than_its_field_fails_mypy(
     )
     result = _mypy(root, "generated/rebuild.py")
     assert result.returncode == 1, result.stdout + result.stderr
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    # The one error the edit makes (a copy whose own fields disagree with their kinds has
+    # others: what make mypy is for).
+    errors = [line for line in result.stdout.splitlines() if "list[str]" in line]
     assert len(errors) == 1, result.stdout
     assert re.match(
         r"generated/rebuild\.py:\d+: error: Incompatible types in assignment", errors[0]
