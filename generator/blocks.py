@@ -59,8 +59,8 @@ class Words:
         return name if spelled == name else f"{name} as {spelled}"
 
     def builtins(self) -> list[str]:
-        """The builtins a row's name would hide, imported under their spelling."""
-        return [self.imported(name) for name in sorted(self.taken & _BUILTINS)]
+        """The builtins a row's name would hide, bound under their spelling."""
+        return [f"{self.spell(name)} = {name}" for name in sorted(self.taken & _BUILTINS)]
 
 
 @dataclass(frozen=True)
