@@ -53,6 +53,36 @@ def rows_in(root: Path, table_file: str, variable: str) -> list[Row]:
     raise AssertionError(f"test setup: no {variable} in {table_file}")
 
 
+def set_row_argument(
+    root: Path, table_file: str, variable: str, name: str, position: int, text: str
+) -> None:
+    """Replace the ``position``-th argument of row ``name`` of ``variable`` in the copy's
+    ``table_file`` by the source ``text``: the place is found by parsing the table, so a
+    user's row with the same text elsewhere is never touched."""
+    path = root / table_file
+    source = path.read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Tuple):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if not any(isinstance(t, ast.Name) and t.id == variable for t in targets):
+                continue
+            for call in node.value.elts:
+                assert isinstance(call, ast.Call), f"test setup: {variable} holds no call"
+                first = call.args[0]
+                if isinstance(first, ast.Constant) and first.value == name:
+                    argument = call.args[position]
+                    lines = source.splitlines(keepends=True)
+                    offset = [0]
+                    for line in lines:
+                        offset.append(offset[-1] + len(line.encode()))
+                    data = source.encode()
+                    start = offset[argument.lineno - 1] + argument.col_offset
+                    end = offset[argument.end_lineno - 1] + argument.end_col_offset  # type: ignore[operator]
+                    path.write_bytes(data[:start] + text.encode() + data[end:])
+                    return
+    raise AssertionError(f"test setup: no row {name!r} in {variable} of {table_file}")
+
+
 def _row(call: ast.Call, source: str) -> Row:
     name, group = call.args[0], call.args[2]
     assert isinstance(name, ast.Constant), "test setup: a row's name is not a literal"
@@ -349,4 +379,5 @@ __all__ = [
     "ReadmeSteps",
     "field_names",
     "rows_in",
+    "set_row_argument",
 ]

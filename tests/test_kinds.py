@@ -225,8 +225,19 @@ def test_param_plan_field_is_written_exactly_when_its_kind_says(
         assert_same(entry[key], written)
 
 
-def test_default_spec_writes_only_is_boundary() -> None:
-    assert frozen_entry() == {"is_boundary": True}
+def test_a_default_spec_writes_exactly_the_keys_written_for_their_default() -> None:
+    """A spec of defaults writes only the keys whose row writes the field's default
+    (is_boundary: True, written when not None), in table order, and rebuilds as itself."""
+    defaults = ModuleShardingSpec()
+    expected = [
+        row.key
+        for row in PARAM_PLAN_SPEC_FIELDS
+        if strategies.presence_of(row).writes(getattr(defaults, row.name))
+    ]
+    entry = frozen_entry()
+    assert list(entry) == expected
+    meta = CodegenMeta(param_plan={FQN: entry}, injections=[])
+    assert impl.rebuild_live_plan_from_meta(meta).modules[FQN] == defaults
 
 
 @pytest.mark.parametrize(
