@@ -56,8 +56,11 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
         """A key's schema; no falsy value where freeze writes the key only when truthy."""
         found = _property(key, doc, fragment(table, row), **more)
-        if table.crossing_of(row).written == "truthy":
+        crossing = table.crossing_of(row)
+        if crossing.written == "truthy":
             found = {**found, "allOf": [_FALSY]}
+        elif crossing.written == "not default" and crossing.absent != "None":
+            found = {**found, "allOf": [{"not": {"const": crossing.absent_value()}}]}
         return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:

@@ -87,6 +87,9 @@ class RebuildBlock:
     read: str = ""
     refuse_null: str = ""  # the statement strict runs for a null, or ""
     refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
+    refuse_default: str = ""  # the statement strict runs for the default, or ""
+    default_test: str = ""  # the test of the rebuilt value that it is the default
+    null: str = ""  # "value is None" where null reads as None apart from the absent key
     types: str = ""  # the type test of an exactly-typed shortcut, or ""
     target: str = ""
     annotation: str = ""  # the field's own annotation: its local's declared type
@@ -95,6 +98,18 @@ class RebuildBlock:
     call: str = ""  # the expression for any other value
     check: str = ""  # a derived key: the statement strict runs on a present value
     calls: tuple[str, ...] = ()
+
+
+def _is_default(w: Words, name: str, absent: str, negated: bool = False) -> str:
+    """The test that ``name`` is the default ``absent`` exactly (equal, and of its type), as
+    freeze's "not default" condition leaves it unwritten; ``negated``, that it is not."""
+    default = ast.literal_eval(absent)
+    if default is None or isinstance(default, bool):
+        return f"{name} is {'not ' * negated}{absent}"
+    kind = w.spell(type(default).__name__)
+    if negated:
+        return f"{name} != {absent} or {w.type}({name}) is not {kind}"
+    return f"{name} == {absent} and {w.type}({name}) is {kind}"
 
 
 def _type_test(w: Words, types: tuple[type, ...]) -> str:
@@ -199,15 +214,16 @@ class BlockMaker:
             where = self._where(f"{w.module_path}({w.fqn})", row.name)
         written = crossing.written
         condition = {"always": "", "truthy": w.value}.get(written, f"{w.value} is not None")
+        if written == "not default":
+            condition = _is_default(w, w.value, crossing.absent, negated=True)
         otherwise = ""
         if crossing.refuses_none:
             otherwise = f"{w.refuse_none}({where}, absent={crossing.absent})"
         frozen = self._frozen(row, crossing, where)
         if crossing.writes_null:  # None is written as null, which reads back as None
             frozen = f"None if {w.value} is None else {frozen}"
-        comment = f"{row.name}: {crossing.freeze}, written " + (
-            written if written == "always" else f"when {written}"
-        )
+        when = {"always": "always", "not default": f"when not {crossing.absent}"}
+        comment = f"{row.name}: {crossing.freeze}, written " + when.get(written, f"when {written}")
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
         return FreezeBlock(
@@ -248,7 +264,7 @@ class BlockMaker:
                 source, base = w.spell(out), f"{w.spell(path)}({w.spell(at)})"
             leaves = row.alias_leaves if plan_level else row.aliases
             key = row.leaf if plan_level else row.key
-            tail = f", {w.UNSET}" if plan_level else ""
+            tail = f", {w.UNSET}" if plan_level or crossing.null_is_none else ""
             if leaves:
                 comment += f"; older artifacts name it {', '.join(leaves)}"
                 at = repr(row.within) if plan_level else base
@@ -267,6 +283,12 @@ class BlockMaker:
         if crossing.written == "truthy":
             refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
         absent_test = f"{w.value} is None" + (f" or {w.value} is {w.UNSET}" if plan_level else "")
+        null = refuse_default = default_test = ""
+        if crossing.null_is_none:  # null is None, an absent key the default
+            null, absent_test = f"{w.value} is None", f"{w.value} is {w.UNSET}"
+        if crossing.written == "not default" and default != "None":
+            refuse_default = f"{w.refuse_default}({w.value}, {where})"
+            default_test = _is_default(w, row.name, default)
         call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
         shortcut = crossing.rebuild_record.rebuild_shortcut
         types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
@@ -277,13 +299,19 @@ class BlockMaker:
             read=read,
             refuse_null=refuse_null,
             refuse_falsy=refuse_falsy,
+            refuse_default=refuse_default,
+            default_test=default_test,
+            null=null,
             types=types,
             target=row.name,
             annotation=crossing.annotation,
             absent_test=absent_test,
             default=default,
             call=call,
-            calls=self._calls(read, refuse_null, refuse_falsy, types, absent_test, call),
+            calls=self._calls(
+                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, call
+            )
+            + (("UNSET",) if refuse_default else ()),
         )
 
 

@@ -24,7 +24,14 @@ from shardplan.artifact.plan_meta import (
 )
 from shardplan.artifact.shapes import UNSET
 from shardplan.convert import kinds
-from shardplan.convert.kinds import admit, read_renamed, refuse_falsy, refuse_none, refuse_null
+from shardplan.convert.kinds import (
+    admit,
+    read_renamed,
+    refuse_default,
+    refuse_falsy,
+    refuse_none,
+    refuse_null,
+)
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
@@ -65,7 +72,9 @@ def _freeze_fields(
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
         crossing = SPEC_CROSSINGS[spec_field.name]
-        if crossing.writes(value):
+        if crossing.writes(value) and value is None and crossing.writes_null:
+            frozen[spec_field.key] = None  # null reads back as None, not through the kind
+        elif crossing.writes(value):
             converted = function(crossing, "freeze")(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
             rebuild = function(crossing, "rebuild")
@@ -164,29 +173,49 @@ def _rebuild_fields(
 ) -> dict[str, Any]:
     values = {}
     for spec_field in fields:
-        value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
         crossing = SPEC_CROSSINGS[spec_field.name]
-        rebuild = function(crossing, "rebuild")
-        values[spec_field.name] = (
-            crossing.absent_value() if value is None else rebuild(value, where)
-        )
-        if strict and crossing.written == "truthy" and value is not None:
-            if not value:  # freeze would drop it: strict reads only what freeze writes
-                refuse_falsy(value, where)
+        missing = UNSET if crossing.null_is_none else None  # else null reads as absent
+        value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path, missing)
+        values[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
     return values
+
+
+def _rebuilt(
+    spec_field: SpecField, crossing: Crossing, value: Any, where: str, strict: bool
+) -> Any:
+    """One row's live value from the ``value`` read (UNSET: the key is absent)."""
+    if value is UNSET or value is None and not crossing.null_is_none:
+        return crossing.absent_value()
+    if value is None:
+        return None
+    rebuilt = function(crossing, "rebuild")(value, where)
+    if strict and crossing.written == "truthy" and not value:
+        refuse_falsy(value, where)  # freeze would drop it: strict reads only what freeze writes
+    if strict and crossing.written == "not default" and crossing.is_absent_value(rebuilt):
+        refuse_default(value, where)
+    return rebuilt
+
+
+def _null_keys(group: str) -> tuple[str, ...]:
+    """The keys of ``group`` freeze may write null under, with their older names."""
+    rows = [f for f in rows_of_group(SPEC_FIELDS, group) if SPEC_CROSSINGS[f.name].writes_null]
+    return tuple(key for f in rows for key in (f.key, *f.aliases))
 
 
 PARAM_PLAN_KEYS = accepted_keys(GROUP_PARAM_PLAN)
 INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
+PARAM_PLAN_NULL_KEYS = _null_keys(GROUP_PARAM_PLAN)
+INJECTION_NULL_KEYS = _null_keys(GROUP_INJECTIONS)
 
 
 def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
-    """Rebuild a live plan from a meta. Strict by default: it accepts only what freeze
-    writes. ``strict=False`` ignores unknown keys, reads as absent a null, a falsy value under
-    a key written only when truthy and a rule holding only ``match``, and recomputes a stale
-    derived key; a wrong type is an error in both. Targets are admitted only under
+    """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
+    ``strict=False`` ignores them, and reads as absent a null, a falsy value under a key
+    written only when truthy, the default under a key written only when not it and a rule
+    holding only ``match``, and recomputes a stale derived key; a wrong type is an error in
+    both. Targets are admitted only under
     ``allow_targets``, what the caller trusts (shardplan.convert.trust)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
@@ -201,7 +230,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     """The table walk under the name upstream's runtime calls, as generated/rebuild.py
     defines it; Targets as the caller's ``begin_rebuild`` admits them."""
     check_meta(meta)
-    rules = index_rules(meta, INJECTION_KEYS, strict)
+    rules = index_rules(meta, INJECTION_KEYS, strict, INJECTION_NULL_KEYS)
     # The document as the file holds it: a field that is UNSET is a key it does not have.
     held = {name: getattr(meta, name) for name in _plan_level_names()}
     document = {**meta.extra, **{name: v for name, v in held.items() if v is not UNSET}}
@@ -216,20 +245,14 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
             refuse_null(
                 where, absent=crossing.absent_value()
             )  # freeze writes the value, never null
-        rebuild = function(crossing, "rebuild")
-        settings[spec_field.name] = (
-            crossing.absent_value() if value is None or value is UNSET else rebuild(value, where)
-        )
-        if strict and crossing.written == "truthy" and value is not None and value is not UNSET:
-            if not value:
-                refuse_falsy(value, where)
+        settings[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
     plan = ShardingPlan(modules={}, **settings)
     containers = {within: document.get(within) for within in NESTED_KEYS}
     extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
     other = other_keys_of(extra, containers, OWNED_KEYS, NESTED_KEYS)  # type: ignore[arg-type]
     setattr(plan, OTHERS_FIELD.name, other)
     for fqn, entry in meta.param_plan.items():
-        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
+        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict, PARAM_PLAN_NULL_KEYS)
         values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict)
         index, rule = rules.get(fqn, (-1, {}))
         values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index), strict))

@@ -177,7 +177,9 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "template rendering invalid Python": (
         edit_replace(
-            "templates/rebuild.py.j2", "    return {{ w.modules }}\n", "    return modules modules\n"
+            "templates/rebuild.py.j2",
+            "    return {{ w.modules }}\n",
+            "    return modules modules\n",
         ),
         "templates/rebuild.py.j2 rendered invalid Python at line",
     ),

@@ -138,7 +138,9 @@ def test_a_field_the_class_module_or_python_keeps_is_refused_in_words(
 
 def _plan_key_row(root: Path, index: int, key: str) -> None:
     insert_text(
-        root / SPEC_MODULE, "    loss_parallel: bool = False\n", f"    probe_{index}: object = None\n"
+        root / SPEC_MODULE,
+        "    loss_parallel: bool = False\n",
+        f"    probe_{index}: object = None\n",
     )
     row = f'SpecField("probe_{index}", "{key}", GROUP_PLAN, "scalar", "opt_scalar")'
     insert_text(

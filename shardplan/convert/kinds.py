@@ -208,6 +208,17 @@ def refuse_falsy(value: Any, path: str) -> NoReturn:
     )
 
 
+def refuse_default(value: Any, path: str) -> NoReturn:
+    """Strict rebuild: the default under a key freeze writes only when not the default
+    would be dropped when frozen again (it reads back from the absent key)."""
+    raise MetaError(
+        path,
+        f"{json_type(value)} {shown(value)} is the default, which is never written (freeze "
+        "writes this key only when not the default): leave the key out (strict=False reads "
+        "it as absent)",
+    )
+
+
 def refuse_null(path: str, *, absent: Any) -> NoReturn:
     """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
     not ``mesh_dim_names``) would read back as ``absent`` and be written so."""

@@ -31,6 +31,9 @@ class Written(StrEnum):
     NOT_NONE = "not None"  # an empty value is meaningful, and None reads back as None
     TRUTHY = "truthy"  # a falsy value is not written
     ALWAYS = "always"  # None is written as null
+    # The field's default is left out and read back from the absent key; None, where it is
+    # no default, is written as null.
+    NOT_DEFAULT = "not default"
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,8 @@ KIND_NAMES: dict[str, KindName] = {
     "scalar": KindName(freeze=Writes("scalar", Written.NOT_NONE)),
     "plain": KindName(freeze=Writes("scalar", Written.NOT_NONE)),
     "opt_scalar": KindName(rebuild=Reads("scalar", "None")),
+    "scalar_unless_default": KindName(freeze=Writes("scalar", Written.NOT_DEFAULT)),
+    "scalar_or_default": KindName(rebuild=Reads("scalar")),
     "bool": KindName(freeze=Writes("bool", Written.ALWAYS)),
     "bool_default_true": KindName(rebuild=Reads("bool", "True")),
     "bool_default_false": KindName(rebuild=Reads("bool", "False")),
@@ -242,6 +247,9 @@ class Crossing:
     annotation: str
     freeze_record: Record
     rebuild_record: Record
+    # How the crossing breaks the defaults laws for its field (docs/contract.md §6), said as
+    # what comes back instead; "" where both hold (derive_law).
+    broken_law: str = ""
 
     def function(self, step: str) -> str:
         """The name of the function ``step`` calls: ``freeze_<record>``, ``rebuild_<record>``,
@@ -256,8 +264,17 @@ class Crossing:
 
     @property
     def writes_null(self) -> bool:
-        """Freeze writes null for None: the key is written always and None is its absence."""
-        return self.written is Written.ALWAYS and self.absent == "None"
+        """Freeze writes null for None: the key is written always and None is its absence,
+        or written when not the default and None is not the default."""
+        if self.written is Written.ALWAYS:
+            return self.absent == "None"
+        return self.null_is_none
+
+    @property
+    def null_is_none(self) -> bool:
+        """A null reads back as None and an absent key as the default, which is not None
+        (written when not the default): rebuild tells the two apart."""
+        return self.written is Written.NOT_DEFAULT and self.absent != "None"
 
     @property
     def refuses_none(self) -> bool:
@@ -269,7 +286,15 @@ class Crossing:
         """Whether freeze writes ``value``."""
         if self.written is Written.ALWAYS:
             return True
+        if self.written is Written.NOT_DEFAULT:
+            return not self.is_absent_value(value)
         return bool(value) if self.written is Written.TRUTHY else value is not None
+
+    def is_absent_value(self, value: Any) -> bool:
+        """Whether ``value`` is the absent value exactly: equal to it, and of its type
+        (``True`` is no default ``1``)."""
+        absent = self.absent_value()
+        return type(value) is type(absent) and value == absent
 
     def absent_value(self) -> Any:
         """The absent value itself: a fresh object each call."""
@@ -281,6 +306,34 @@ class KindError(ValueError):
 
 
 _FACTORY_LITERALS: dict[Any, str] = {dict: "{}", list: "[]", tuple: "()"}
+
+
+def _states_default(field: dataclasses.Field[Any]) -> bool:
+    """Whether the dataclass field has a default (a value or a factory)."""
+    return not (
+        field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    )
+
+
+def _broken_law(written: Written, absent: str, field: dataclasses.Field[Any] | None) -> str:
+    """How a presence breaks the defaults laws (docs/contract.md §6) for the dataclass
+    ``field`` (None: the row names none), said as what comes back instead; "" when both
+    hold. (a) An absent key rebuilds the field's default. (b) A value freeze leaves
+    unwritten rebuilds as itself: None where written when not None (where None is no
+    default, freeze refuses it instead), the default where written when not the default,
+    and a falsy value, as the one falsy default, where written when truthy."""
+    stated = field is not None and _states_default(field)
+    default = default_literal(field) if field is not None and stated else None
+    if stated and default is None:
+        return "the default has no Python literal, so no absent key can rebuild it"
+    if default is not None and absent != default:
+        return f"an artifact without the key rebuilds {absent} instead"
+    if written is Written.TRUTHY and ast.literal_eval(absent):
+        return (
+            "a falsy value is never written (written when truthy), so 0, False or an "
+            f"empty value would rebuild as {absent} instead"
+        )
+    return ""
 
 
 def default_literal(field: dataclasses.Field[Any]) -> str | None:
@@ -381,6 +434,13 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
     it cannot be resolved."""
     freeze, rebuild = _named(row, "freeze").freeze, _named(row, "rebuild").rebuild
     assert freeze is not None and rebuild is not None  # _named refused a name without it
+    no_literal = field is not None and _states_default(field) and default_literal(field) is None
+    if no_literal and not (row.absent or rebuild.absent):
+        raise KindError(
+            "the field's default has no Python literal, so no absent key can rebuild it.\n"
+            "  Give the field a literal default (a field(default_factory=dict, list or tuple) "
+            "counts)"
+        )
     try:
         written = Written(row.written) if row.written else freeze.written
     except ValueError:
@@ -404,7 +464,30 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
         annotation=str(field.type) if field else "",
         freeze_record=KINDS[freeze.record],
         rebuild_record=KINDS[rebuild.record],
+        broken_law=_broken_law(written, absent, field),
     )
+
+
+def keeping_pairs(row: SpecField, field: dataclasses.Field[Any]) -> list[str]:
+    """The pairs of kind names, of the row's own records, that keep the defaults laws for
+    ``field`` and carry every value (none refuses None at freeze), as a message offers them."""
+    crossing = resolve(row, field)
+    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
+    fits = []
+    for rebuild, kind in KIND_NAMES.items():
+        if not (kind.rebuild and kind.rebuild.record == crossing.rebuild):
+            continue
+        for freeze, other in KIND_NAMES.items():
+            if other.freeze and other.freeze.record == crossing.freeze:
+                try:
+                    offered = resolve(
+                        dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field
+                    )
+                except KindError:
+                    continue
+                if not (offered.refuses_none or offered.broken_law):
+                    fits.append(f"{freeze!r} with {rebuild!r}")
+    return fits
 
 
 def crossings(rows: tuple[SpecField, ...], cls: type) -> dict[str, Crossing]:
