@@ -4,6 +4,7 @@ anything is written. A lock that cannot be read is never "no lock"."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -103,25 +104,26 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
     changes = Changes()
     for table in tables:
         locked = lock["tables"].get(table.name, {"rows": [], "retired": []})
-        found = Changes()
         old = {row["key"]: row for row in locked["rows"]}
         new = {row["key"]: row for row in (_row(table, r) for r in table.keyed)}
-        _row_edits(old, new, {(g.key, g.group) for g in table.retired}, found)
-        _retirements(locked["retired"], table.retired, new, found)
-        for group in sorted({row["group"] for row in new.values()}):  # freeze's key order
-            before = [k for k, row in old.items() if row["group"] == group and k in new]
-            after = [k for k, row in new.items() if row["group"] == group and k in old]
-            if before != after:
-                found.add(BYTES, f"{group} rows reordered: {', '.join(after)}")
-        for effect in Effect:
-            for text in getattr(found, effect.value):
-                changes.add(effect, f"{table.name} table: {text}")
+        retired = {(gone.key, gone.group) for gone in table.retired}
+        for effect, text in [
+            *_row_edits(old, new, retired),
+            *_retirements(
+                {(gone["key"], gone["group"]) for gone in locked["retired"]}, retired, new
+            ),
+            *_reorders(old, new),
+        ]:
+            changes.add(effect, f"{table.name} table: {text}")
     return changes
 
 
+Edit = tuple[Effect, str]
+
+
 def _row_edits(
-    old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]], changes: Changes
-) -> None:
+    old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]]
+) -> Iterator[Edit]:
     """The edits to the rows, by key: changed, renamed, removed, added; aliases too."""
     aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, was in old.items():
@@ -129,52 +131,39 @@ def _row_edits(
         if now is not None:
             for name, effect, text in ROW_CHANGES:
                 if was[name] != now[name]:
-                    changes.add(
-                        effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
-                    )
+                    yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
             for alias in was["aliases"]:
                 if alias not in now["aliases"]:
-                    changes.add(
-                        BREAKING,
-                        f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} "
-                        "no longer load",
-                    )
+                    yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
         elif key in aliases:
-            changes.add(
-                BYTES,
+            yield BYTES, (
                 f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
-                "(an alias), freeze now writes the new key",
+                "(an alias), freeze now writes the new key"
             )
         elif (key, was["group"]) not in retired:
             renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
             if renamed:
-                gone = f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r}"
+                yield BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
             else:
-                gone = (
-                    f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it"
-                )
-            changes.add(BREAKING, f"{gone} no longer load")
+                yield BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
     for key, row in new.items():
         if key in old:
             for alias in row["aliases"]:
                 if alias not in old[key]["aliases"]:
-                    changes.add(COMPATIBLE, f"alias {alias!r} added to key {key!r}")
+                    yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
         elif not set(row["aliases"]) & set(old):
-            changes.add(COMPATIBLE, f"row added: {row['name']} (key {key!r}, {row['group']})")
+            yield COMPATIBLE, f"row added: {row['name']} (key {key!r}, {row['group']})"
 
 
 def _retirements(
-    locked: list[dict[str, Any]], retired: tuple[Any, ...], new: dict[str, Any], changes: Changes
-) -> None:
+    old_retired: set[tuple[str, str]], now_retired: set[tuple[str, str]], new: dict[str, Any]
+) -> Iterator[Edit]:
     """The keys retired since the lock, and the retirements undone or moved."""
-    old_retired = {(gone["key"], gone["group"]) for gone in locked}
-    now_retired = {(gone.key, gone.group) for gone in retired}
     aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, group in sorted(now_retired - old_retired):
-        changes.add(
-            BYTES,
+        yield BYTES, (
             f"key {key!r} retired ({group}): rebuild accepts and drops it, so freeze drops {key} "
-            "from artifacts that hold it",
+            "from artifacts that hold it"
         )
     for key, group in sorted(old_retired - now_retired):
         back = new.get(key) or aliases.get(key)
@@ -182,15 +171,21 @@ def _retirements(
             continue  # a row reads it again, in place
         moved = sorted(other for gone, other in now_retired if gone == key)
         if moved:
-            changes.add(
-                BREAKING,
+            yield BREAKING, (
                 f"retired key {key!r} moved from {group} to {', '.join(moved)}: artifacts "
-                f"holding it in {group} no longer load",
+                f"holding it in {group} no longer load"
             )
         else:
-            changes.add(
-                BREAKING, f"retired key {key!r} dropped: artifacts holding it no longer load"
-            )
+            yield BREAKING, f"retired key {key!r} dropped: artifacts holding it no longer load"
+
+
+def _reorders(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Edit]:
+    """A group whose kept keys come in another order: the key order freeze writes."""
+    for group in sorted({row["group"] for row in new.values()}):
+        before = [k for k, row in old.items() if row["group"] == group and k in new]
+        after = [k for k, row in new.items() if row["group"] == group and k in old]
+        if before != after:
+            yield BYTES, f"{group} rows reordered: {', '.join(after)}"
 
 
 @dataclass(frozen=True)
