@@ -58,8 +58,7 @@ def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
 
 def read_kinds(root: Path, module: ModuleType) -> KindFacts:
     """Check the kinds module's records and names against its functions' source."""
-    missing = [name for name in DECLARED if not hasattr(module, name)]
-    if missing:
+    if missing := [name for name in DECLARED if not hasattr(module, name)]:
         raise GeneratorError(f"the kinds module {module.__name__} has no {missing[0]}: restore it")
     functions_file = root / (str(module.FUNCTIONS).replace(".", "/") + ".py")
     shown = functions_file.relative_to(root).as_posix()

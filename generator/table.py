@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
 ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
+# What the generator reads of the format module.
+FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
+FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
 
 
 @dataclass(frozen=True)
@@ -242,17 +245,8 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
     module = import_module(config.format, config.root, "format")
-    for name in (
-        "TABLE_GROUPS",
-        "GROUP_ROLES",
-        "RESERVED_KEYS",
-        "RETIRABLE_GROUPS",
-        "TOP_LEVEL_GROUPS",
-        "NESTING_SEPARATOR",
-        "field_path",
-    ):
-        if not hasattr(module, name):
-            raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
+    if missing := [name for name in FORMAT_NAMES if not hasattr(module, name)]:
+        raise GeneratorError(f"the format module {config.format} has no {missing[0]}: restore it")
     roles = dict(module.GROUP_ROLES)
     for group, role in roles.items():
         if role not in ROLES:
