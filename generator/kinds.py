@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # The prefixes of a record's functions: freeze, rebuild, and a derived key's strict check.
 PREFIXES = ("freeze", "rebuild", "check")
-DECLARED = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve", "problems", "keeping_pairs")
+DECLARED = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve", "problems", "law_problem")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class KindFacts:
     defined: frozenset[str]  # every top-level name the functions module defines or imports
     resolve: Callable[[Any, Any], Crossing]
     error: type[Exception]  # what resolve raises, its message naming the fix
-    keeping: Callable[[Any, Any], list[str]]  # the kind names keeping a field's default
+    law_problem: Callable[[Any, Any, Any], str]  # a broken defaults law, and the fix
 
 
 def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
@@ -92,5 +92,5 @@ def read_kinds(root: Path, module: ModuleType) -> KindFacts:
         defined=frozenset(defined),
         resolve=module.resolve,
         error=module.KindError,
-        keeping=module.keeping_pairs,
+        law_problem=module.law_problem,
     )

@@ -508,24 +508,6 @@ def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     return problems
 
 
-def _law_problem(row: Any, field: Any, crossing: Crossing, fits: list[str]) -> str:
-    """Why the row's kinds lose its field's default or a value freeze leaves unwritten, and
-    the kind names of the same records that keep both laws (docs/contract.md §6)."""
-    default = field.default_factory() if callable(field.default_factory) else field.default
-    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
-    fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
-    if not fits:
-        fix = (
-            f"No kind name of records {crossing.freeze!r} and {crossing.rebuild!r} keeps it: "
-            'add one (README, "Adding a kind"), or give the field a default its kinds keep.'
-        )
-    written = "always" if crossing.written == "always" else f"when {crossing.written}"
-    return (
-        f"the field's default {default!r} does not come back (freeze {row.freeze!r}, written "
-        f"{written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
-    )
-
-
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
     """Every key an artifact may hold (current keys, aliases, retired keys) names one thing."""
     problems: list[str] = []
@@ -620,7 +602,7 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
                 found.append(str(exc))
             else:
                 if field is not None and crossing.broken_law:
-                    found.append(_law_problem(row, field, crossing, kinds.keeping(row, field)))
+                    found.append(kinds.law_problem(row, field, crossing))
         problems += [f"{where}: {p}" for p in found]
         others += form.roles.get(row.group) == OTHERS
         if row.name in first_by_name:

@@ -468,26 +468,37 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
     )
 
 
-def keeping_pairs(row: SpecField, field: dataclasses.Field[Any]) -> list[str]:
-    """The pairs of kind names, of the row's own records, that keep the defaults laws for
-    ``field`` and carry every value (none refuses None at freeze), as a message offers them."""
-    crossing = resolve(row, field)
+def law_problem(row: SpecField, field: dataclasses.Field[Any], crossing: Crossing) -> str:
+    """Why the row's kinds lose its field's default or a value freeze leaves unwritten
+    (``crossing.broken_law``), and the kind names of the same records that keep both laws
+    and carry every value (none refuses None at freeze), as generate says it."""
     bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
     fits = []
     for rebuild, kind in KIND_NAMES.items():
         if not (kind.rebuild and kind.rebuild.record == crossing.rebuild):
             continue
         for freeze, other in KIND_NAMES.items():
-            if other.freeze and other.freeze.record == crossing.freeze:
-                try:
-                    offered = resolve(
-                        dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field
-                    )
-                except KindError:
-                    continue
-                if not (offered.refuses_none or offered.broken_law):
-                    fits.append(f"{freeze!r} with {rebuild!r}")
-    return fits
+            if not (other.freeze and other.freeze.record == crossing.freeze):
+                continue
+            try:
+                offered = resolve(dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field)
+            except KindError:
+                continue
+            if not (offered.refuses_none or offered.broken_law):
+                fits.append(f"{freeze!r} with {rebuild!r}")
+    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
+    fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
+    if not fits:
+        fix = (
+            f"No kind name of records {crossing.freeze!r} and {crossing.rebuild!r} keeps it: "
+            'add one (README, "Adding a kind"), or give the field a default its kinds keep.'
+        )
+    default = field.default_factory() if callable(field.default_factory) else field.default
+    written = "always" if crossing.written is Written.ALWAYS else f"when {crossing.written}"
+    return (
+        f"the field's default {default!r} does not come back (freeze {row.freeze!r}, written "
+        f"{written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
+    )
 
 
 def crossings(rows: tuple[SpecField, ...], cls: type) -> dict[str, Crossing]:
