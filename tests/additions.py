@@ -11,6 +11,7 @@ hold a user's rows of any kind, group and position.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -420,9 +421,12 @@ def _position(group: str, where: str) -> Callable[[list[Row]], Row | None]:
     return pick
 
 
+@functools.cache
 def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
     """The defaults a row of these kinds keeps (both laws hold), drawn from the freeze kind's
     pool: None, a falsy value, a truthy one and another, those there are."""
+    # Imported here, as in _kind_pairs: the kinds module imports torch, which the text edits
+    # above never need.
     import dataclasses as dc
     import random
 
@@ -443,7 +447,7 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
         made = (
             dc.field(default_factory=type(value))
             if isinstance(value, list | dict)
-            else (dc.field(default=value))
+            else dc.field(default=value)
         )
         field = dc.fields(dc.make_dataclass("Probe", [("x", Any, made)]))[0]
         if default_literal(field) is None:
