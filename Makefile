@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CONSTRAINTS := constraints-dev.txt
 
-.PHONY: all venv test codegen check fuzz bench mypy lint clean
+.PHONY: all venv test flow codegen check fuzz bench mypy lint clean
 
 all: test
 
@@ -23,8 +23,15 @@ venv: $(STAMP)
 # suite in one process (what `pytest` alone does); the property depth is the same.
 TEST_WORKERS ?= 2
 
+# The weekly flow (tests/test_weekly_flow.py: the whole suite again, in a copy with a row of
+# every kind, group, default and position added) is `make flow`, run by CI after this.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not copies_the_suite"
+
+# The weekly flow alone: README's additions and the class of ordinary ones in a copy of
+# the repository, `make codegen` there, then the suite there (about two minutes).
+flow: $(STAMP)
+	$(BIN)/python -m pytest -m copies_the_suite -p no:cacheprovider tests/test_weekly_flow.py
 
 # Regenerate generated/ from the field table and templates/ (never imports torch).
 codegen: $(STAMP)

@@ -52,8 +52,11 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
         """A key's schema; no falsy value where freeze writes the key only when truthy."""
         found = _property(key, doc, fragment(table, row), **more)
-        if table.presence(row).written == "truthy":
+        presence = table.presence(row)
+        if presence.written == "truthy":
             found = {**found, "allOf": [_FALSY]}
+        elif presence.written == "not default" and presence.absent != "None":
+            found = {**found, "allOf": [{"not": {"const": presence.absent_value()}}]}
         return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:

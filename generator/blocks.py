@@ -55,6 +55,9 @@ class RebuildBlock:
     read: str = ""
     refuse_null: str = ""  # the statement strict runs for a null, or ""
     refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
+    refuse_default: str = ""  # the statement strict runs for the default, or ""
+    default_test: str = ""  # the test of the rebuilt value that it is the default
+    null: str = ""  # "value is None" where null reads as None apart from the absent key
     types: str = ""  # the type test of an ("is", ...) shortcut, or ""
     target: str = ""
     absent_test: str = ""
@@ -62,6 +65,24 @@ class RebuildBlock:
     call: str = ""  # the expression for any other value
     check: str = ""  # a derived key: the statement strict runs on a present value
     calls: tuple[str, ...] = ()
+
+
+def _is_default(name: str, absent: str) -> str:
+    """The test that ``name`` is the default ``absent`` exactly (equal, and of its type), as
+    freeze's "not default" condition leaves it unwritten."""
+    default = ast.literal_eval(absent)
+    if default is None or isinstance(default, bool):
+        return f"{name} is {absent}"
+    return f"{name} == {absent} and type({name}) is {type(default).__name__}"
+
+
+def _not_default(name: str, absent: str) -> str:
+    """The negation of ``_is_default``: freeze's condition for a key written when not the
+    default."""
+    default = ast.literal_eval(absent)
+    if default is None or isinstance(default, bool):
+        return f"{name} is not {absent}"
+    return f"{name} != {absent} or type({name}) is not {type(default).__name__}"
 
 
 def _type_test(types: tuple[str, ...]) -> str:
@@ -146,12 +167,15 @@ class BlockMaker:
             target = f"{out}[{row.key!r}]"
             source, where = f"spec.{row.name}", self._where(base, row.name)
         condition = {"always": "", "truthy": "value"}.get(presence.written, "value is not None")
+        if presence.written == "not default":
+            condition = _not_default("value", presence.absent)
         otherwise = f"refuse_none({presence.absent}, {where})" if presence.refuses_none else ""
         written = self._frozen(row, where)
         if presence.writes_null:  # None is written as null, which reads back as None
             written = f"None if value is None else {written}"
-        comment = f"{row.name}: {table.record(row, 'freeze')}, written " + (
-            presence.written if presence.written == "always" else f"when {presence.written}"
+        written_when = {"always": "always", "not default": f"when not {presence.absent}"}
+        comment = f"{row.name}: {table.record(row, 'freeze')}, written " + written_when.get(
+            presence.written, f"when {presence.written}"
         )
         if not self.kinds.reads_back(row.freeze, row.rebuild):
             comment += f", once {table.record(row, 'rebuild')} reads it back"
@@ -190,7 +214,7 @@ class BlockMaker:
             source, base = (row.within, "") if plan_level else _SPEC_PLACES[row.group][::2]
             leaves = row.alias_leaves if plan_level else row.aliases
             key = row.leaf if plan_level else row.key
-            tail = ", UNSET" if plan_level else ""
+            tail = ", UNSET" if plan_level or presence.null_is_none else ""
             if leaves:
                 comment += f"; older artifacts name it {', '.join(leaves)}"
                 at = repr(row.within) if plan_level else base
@@ -204,6 +228,12 @@ class BlockMaker:
             refuse_null = f"refuse_null({default}, {where})"
         refuse_falsy = f"refuse_falsy(value, {where})" if presence.written == "truthy" else ""
         absent_test = "value is None" + (" or value is UNSET" if plan_level else "")
+        null = refuse_default = default_test = ""
+        if presence.null_is_none:  # null is None, an absent key the default
+            null, absent_test = "value is None", "value is UNSET"
+        if presence.written == "not default" and default != "None":
+            refuse_default = f"refuse_default(value, {where})"
+            default_test = _is_default(row.name, default)
         call = f"{function}(value, {where})"
         shortcut = kinds.shortcut("rebuild", row.rebuild)
         types = _type_test(shortcut[1:]) if shortcut[:1] == ("is",) else ""
@@ -214,13 +244,24 @@ class BlockMaker:
             read=read,
             refuse_null=refuse_null,
             refuse_falsy=refuse_falsy,
+            refuse_default=refuse_default,
+            default_test=default_test,
+            null=null,
             types=types,
             target=row.name,
             absent_test=absent_test,
             default=default,
             call=call,
             calls=_calls(
-                read, refuse_null, refuse_falsy, types, absent_test, call, known=self.known
+                read,
+                refuse_null,
+                refuse_falsy,
+                refuse_default,
+                refuse_default and "UNSET",
+                types,
+                absent_test,
+                call,
+                known=self.known,
             ),
         )
 

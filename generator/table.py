@@ -95,6 +95,12 @@ class Table:
         retired = tuple(gone.key for gone in self.retired if gone.group == group)
         return (*(row.key for row in rows), *aliases, *retired)
 
+    def null_keys(self, group: str) -> tuple[str, ...]:
+        """The keys (and older names) of ``group`` that freeze may write null under: strict
+        rebuild reads null there, and refuses it under every other key."""
+        rows = [row for row in self.group(group) if self.presence(row).writes_null]
+        return tuple(key for row in rows for key in (row.key, *row.aliases))
+
     def containers(self) -> tuple[str, ...]:
         """The top-level objects that hold nested keys, in table order."""
         return tuple(dict.fromkeys(row.within for row in self.keyed if row.within))
@@ -468,6 +474,8 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
         presence = _presence(row, table, kinds, role)
         if isinstance(presence, str):
             problems.append(presence)
+        elif role == CROSSES and presence.broken_law(table.dataclass_fields.get(row.name)):
+            problems.append(_law_problem(row, table, kinds, presence))
     init = table.fields.get(row.name) if role != DERIVED else None
     if init is not None and row.post_init == init:
         fix = (
@@ -479,6 +487,52 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
         )
     return problems
+
+
+def _law_problem(row: Any, table: LoadedTable, kinds: KindFacts, presence: Any) -> str:
+    """Why the row's kinds lose its default or a value freeze leaves unwritten, and the kind
+    names of the same records that keep both laws (docs/contract.md §6)."""
+    field = table.dataclass_fields[row.name]
+    shown = (
+        repr(field.default_factory()) if callable(field.default_factory) else repr(field.default)
+    )
+    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
+    records = {step: kinds.record(step, getattr(row, step)) for step in STEPS}
+    candidates = {
+        step: [
+            name
+            for name, steps in kinds.names.items()
+            if steps.get(step, ("",))[0] == records[step]
+        ]
+        for step in STEPS
+    }
+    fits = [
+        f"{freeze!r} with {rebuild!r}"
+        for rebuild in candidates["rebuild"]
+        for freeze in candidates["freeze"]
+        if _keeps_laws(bare, freeze, rebuild, kinds, field)
+    ]
+    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
+    fix = (
+        f"Kind names that keep it{own}: " + "; ".join(fits) + "."
+        if fits
+        else f"No kind name of records {records['freeze']!r} and {records['rebuild']!r} keeps "
+        'it: add one (README, "Adding a kind"), or give the field a default its kinds keep.'
+    )
+    return (
+        f"the field's default {shown} does not come back (freeze {row.freeze!r}, written "
+        + ("always" if presence.written == "always" else f"when {presence.written}")
+        + f"; rebuild {row.rebuild!r}): {presence.broken_law(field)}.\n  {fix}"
+    )
+
+
+def _keeps_laws(row: Any, freeze: str, rebuild: str, kinds: KindFacts, field: Any) -> bool:
+    presence = row.presence(
+        kinds.names[freeze]["freeze"][1], kinds.names[rebuild]["rebuild"][1], field
+    )
+    # A pair that refuses None at freeze keeps the laws, but is no fit for a field that may
+    # hold None: only pairs that carry every value are offered.
+    return not (isinstance(presence, str) or presence.refuses_none or presence.broken_law(field))
 
 
 def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:

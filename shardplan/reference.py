@@ -27,6 +27,7 @@ from shardplan.convert.kinds import (
     function_of,
     presence_of,
     read_renamed,
+    refuse_default,
     refuse_falsy,
     refuse_none,
     refuse_null,
@@ -66,7 +67,9 @@ def _freeze_fields(
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
         presence = PRESENCE[spec_field.name]
-        if presence.writes(value):
+        if presence.writes(value) and value is None and presence.writes_null:
+            frozen[spec_field.key] = None  # null reads back as None, not through the kind
+        elif presence.writes(value):
             converted = function_of("freeze", spec_field.freeze)(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
             rebuild = function_of("rebuild", spec_field.rebuild)
@@ -164,20 +167,39 @@ def _rebuild_fields(
 ) -> dict[str, Any]:
     values = {}
     for spec_field in fields:
-        value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path)
         presence = PRESENCE[spec_field.name]
-        rebuild = function_of("rebuild", spec_field.rebuild)
-        values[spec_field.name] = (
-            presence.absent_value() if value is None else rebuild(value, where)
-        )
-        if strict and presence.written == "truthy" and value is not None:
-            if not value:  # freeze would drop it: strict reads only what freeze writes
-                refuse_falsy(value, where)
+        missing = UNSET if presence.null_is_none else None  # else null reads as absent
+        value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path, missing)
+        values[spec_field.name] = _rebuilt(spec_field, presence, value, where, strict)
     return values
+
+
+def _rebuilt(
+    spec_field: SpecField, presence: Presence, value: Any, where: str, strict: bool
+) -> Any:
+    """One row's live value from the ``value`` read (UNSET: the key is absent)."""
+    if value is UNSET or value is None and not presence.null_is_none:
+        return presence.absent_value()
+    if value is None:
+        return None
+    rebuilt = function_of("rebuild", spec_field.rebuild)(value, where)
+    if strict and presence.written == "truthy" and not value:
+        refuse_falsy(value, where)  # freeze would drop it: strict reads only what freeze writes
+    if strict and presence.written == "not default" and presence.is_absent_value(rebuilt):
+        refuse_default(value, where)
+    return rebuilt
+
+
+def _null_keys(group: str) -> tuple[str, ...]:
+    """The keys of ``group`` freeze may write null under, with their older names."""
+    rows = [f for f in rows_of_group(SPEC_FIELDS, group) if PRESENCE[f.name].writes_null]
+    return tuple(key for f in rows for key in (f.key, *f.aliases))
 
 
 PARAM_PLAN_KEYS = accepted_keys(GROUP_PARAM_PLAN)
 INJECTION_KEYS = accepted_keys(GROUP_INJECTIONS)
+PARAM_PLAN_NULL_KEYS = _null_keys(GROUP_PARAM_PLAN)
+INJECTION_NULL_KEYS = _null_keys(GROUP_INJECTIONS)
 
 
 def rebuild_live_plan_from_meta(
@@ -199,7 +221,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     """The table walk under the name upstream's runtime calls, as generated/rebuild.py
     defines it; Targets as the caller's ``begin_rebuild`` admits them."""
     check_meta(meta)
-    rules = index_rules(meta, INJECTION_KEYS, strict)
+    rules = index_rules(meta, INJECTION_KEYS, strict, INJECTION_NULL_KEYS)
     # The document as the file holds it: a field that is UNSET is a key it does not have.
     held = {name: getattr(meta, name) for name in _plan_level_names()}
     document = {**meta.extra, **{name: v for name, v in held.items() if v is not UNSET}}
@@ -212,20 +234,14 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         presence = PRESENCE[spec_field.name]
         if value is None and strict and not presence.writes_null:
             refuse_null(presence.absent_value(), where)  # freeze writes the value, never null
-        rebuild = function_of("rebuild", spec_field.rebuild)
-        settings[spec_field.name] = (
-            presence.absent_value() if value is None or value is UNSET else rebuild(value, where)
-        )
-        if strict and presence.written == "truthy" and value is not None and value is not UNSET:
-            if not value:
-                refuse_falsy(value, where)
+        settings[spec_field.name] = _rebuilt(spec_field, presence, value, where, strict)
     plan = ShardingPlan(modules={}, **settings)
     containers = {within: document.get(within) for within in NESTED_KEYS}
     extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
     other = other_keys_of(extra, containers, OWNED_KEYS, NESTED_KEYS)  # type: ignore[arg-type]
     setattr(plan, OTHERS_FIELD.name, other)
     for fqn, entry in meta.param_plan.items():
-        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
+        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict, PARAM_PLAN_NULL_KEYS)
         values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict)
         index, rule = rules.get(fqn, (-1, {}))
         values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index), strict))

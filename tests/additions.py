@@ -11,10 +11,12 @@ hold a user's rows of any kind, group and position.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.docblocks import section_blocks
 
@@ -51,6 +53,36 @@ def rows_in(root: Path, table_file: str, variable: str) -> list[Row]:
                 assert isinstance(node.value, ast.Tuple), f"{table_file}: {variable} is no tuple"
                 return [_row(call, source) for call in node.value.elts]  # type: ignore[arg-type]
     raise AssertionError(f"test setup: no {variable} in {table_file}")
+
+
+def set_row_argument(
+    root: Path, table_file: str, variable: str, name: str, position: int, text: str
+) -> None:
+    """Replace the ``position``-th argument of row ``name`` of ``variable`` in the copy's
+    ``table_file`` by the source ``text``: the place is found by parsing the table, so a
+    user's row with the same text elsewhere is never touched."""
+    path = root / table_file
+    source = path.read_text()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Tuple):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if not any(isinstance(t, ast.Name) and t.id == variable for t in targets):
+                continue
+            for call in node.value.elts:
+                assert isinstance(call, ast.Call), f"test setup: {variable} holds no call"
+                first = call.args[0]
+                if isinstance(first, ast.Constant) and first.value == name:
+                    argument = call.args[position]
+                    lines = source.splitlines(keepends=True)
+                    offset = [0]
+                    for line in lines:
+                        offset.append(offset[-1] + len(line.encode()))
+                    data = source.encode()
+                    start = offset[argument.lineno - 1] + argument.col_offset
+                    end = offset[argument.end_lineno - 1] + argument.end_col_offset  # type: ignore[operator]
+                    path.write_bytes(data[:start] + text.encode() + data[end:])
+                    return
+    raise AssertionError(f"test setup: no row {name!r} in {variable} of {table_file}")
 
 
 def _row(call: ast.Call, source: str) -> Row:
@@ -349,4 +381,153 @@ __all__ = [
     "ReadmeSteps",
     "field_names",
     "rows_in",
+    "set_row_argument",
 ]
+
+
+# ------------------------------------------------ the class of ordinary additions (issue 42)
+#
+# Not examples but the class: for every kind name a row may use, rows in every group (an
+# entry's key, a rule's key, a top-level key and one nested in parallel_dims), with each
+# default its pair of kinds keeps (None, a falsy value, a truthy one and another, where the
+# laws of docs/contract.md §6 allow them), at the first, a middle and the last position of
+# the group, named with ordinary words. Derived from the kinds module and the pools of
+# tests/strategies.py as they are, so a kind added as README says joins the class.
+
+_ADJECTIVES = ("early", "spare", "outer", "quiet", "steady", "shared", "rough", "final",
+               "extra", "loose", "upper", "lower", "warm", "cold", "short", "long")  # fmt: skip
+_NOUNS = ("budget", "window", "margin", "stride", "ratio", "label", "limit", "tally",
+          "notes", "hint", "mode", "scale", "stage", "share", "pace", "depth")  # fmt: skip
+# (class, group constant, key template): where a row of each group goes.
+_GROUPS = (
+    ("ModuleShardingSpec", "GROUP_PARAM_PLAN", "{name}"),
+    ("ModuleShardingSpec", "GROUP_INJECTIONS", "{name}"),
+    ("ShardingPlan", "GROUP_PLAN", "{name}"),
+    ("ShardingPlan", "GROUP_PLAN", "parallel_dims.{name}"),
+)
+_POSITIONS = ("first", "middle", "last")
+_DERIVED_RECORDS = {"sharded_params"}  # computed from the entries: no field's row names it
+
+
+def _position(group: str, where: str) -> Callable[[list[Row]], Row | None]:
+    """The row a new row of ``group`` follows to be its group's first, middle or last."""
+
+    def pick(rows: list[Row]) -> Row | None:
+        own = [n for n, row in enumerate(rows) if row.group == group]
+        if where == "first":
+            return rows[own[0] - 1] if own[0] else None
+        return rows[own[len(own) // 2 - 1] if where == "middle" and len(own) > 1 else own[-1]]
+
+    return pick
+
+
+@functools.cache
+def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
+    """The defaults a row of these kinds keeps (both laws hold), drawn from the freeze kind's
+    pool: None, a falsy value, a truthy one and another, those there are."""
+    # Imported here, as in _kind_pairs: the kinds module imports torch, which the text edits
+    # above never need.
+    import dataclasses as dc
+    import random
+
+    from shardplan.convert import kinds
+    from shardplan.table.rows import SpecField, default_literal
+    from tests.strategies import pool_of
+
+    row = SpecField("x", "x", "param_plan", freeze, rebuild)
+    rng, drawn = random.Random(f"{freeze}/{rebuild}"), [None]
+    for _ in range(40):
+        value = pool_of(row)(rng)
+        if all(type(value) is not type(v) or value != v for v in drawn):
+            drawn.append(value)
+    kept = []
+    for value in drawn:
+        if isinstance(value, list | dict) and value:
+            continue  # a mutable default other than empty has no literal
+        made = (
+            dc.field(default_factory=type(value))
+            if isinstance(value, list | dict)
+            else dc.field(default=value)
+        )
+        field = dc.fields(dc.make_dataclass("Probe", [("x", Any, made)]))[0]
+        if default_literal(field) is None:
+            continue
+        presence = row.presence(
+            kinds.preset_of("freeze", freeze), kinds.preset_of("rebuild", rebuild), field
+        )
+        # Both laws hold, and freeze leaves the default unwritten: an artifact written
+        # before the row comes back byte for byte (an always-written key would rewrite
+        # every older artifact, which no ordinary addition does).
+        if isinstance(presence, str) or presence.broken_law(field) or presence.writes(value):
+            continue
+        kept.append(value)
+    falsy = [v for v in kept if v is not None and not v]
+    truthy = [v for v in kept if v]
+    return ([None] if None in kept else []) + falsy[:1] + truthy[:2]
+
+
+def _kind_pairs() -> list[tuple[str, str]]:
+    """Pairs of kind names covering every freeze and every rebuild name a crossing row may
+    use, each rebuild reading back what its freeze writes, each with a default it keeps."""
+    from shardplan.convert import kinds
+
+    def names(step: str) -> list[str]:
+        return [
+            name
+            for name, steps in kinds.KIND_NAMES.items()
+            if step in steps and steps[step][0] not in _DERIVED_RECORDS
+        ]
+
+    def reads(freeze: str, rebuild: str) -> bool:
+        record = kinds.record_of("freeze", freeze)
+        readers = (record, *kinds.KINDS[record].get("reads_back", ()))
+        return kinds.record_of("rebuild", rebuild) in readers
+
+    pairs: list[tuple[str, str]] = []
+    for freeze in names("freeze"):
+        fits = [r for r in names("rebuild") if reads(freeze, r) and _kept_defaults(freeze, r)]
+        # A rebuild of the freeze's own record first: another reader may accept more than
+        # the freeze writes (scalar reads "s", int never writes it).
+        own = [
+            r for r in fits if kinds.record_of("rebuild", r) == kinds.record_of("freeze", freeze)
+        ]
+        if fits:  # none for a name written always: it writes every default
+            pairs.append((freeze, max(own or fits, key=lambda r: len(_kept_defaults(freeze, r)))))
+    for rebuild in names("rebuild"):
+        if any(r == rebuild for _, r in pairs):
+            continue
+        fits = [f for f in names("freeze") if reads(f, rebuild) and _kept_defaults(f, rebuild)]
+        if fits:  # none where every freeze name that writes it is written always
+            pairs.append((max(fits, key=lambda f: len(_kept_defaults(f, rebuild))), rebuild))
+    return pairs
+
+
+def _annotation(default: Any) -> str:
+    if isinstance(default, list | dict):
+        return f"Any = field(default_factory={type(default).__name__})"
+    return f"Any = {default!r}"
+
+
+def every_kind_field() -> list[NewField]:
+    """The class of additions: one NewField a (kind pair, group, default, position) the
+    covering needs, named with ordinary words."""
+    words = iter(f"{a}_{n}" for n in _NOUNS for a in _ADJECTIVES)
+    found: list[NewField] = []
+    for freeze, rebuild in _kind_pairs():
+        defaults = _kept_defaults(freeze, rebuild)
+        for i in range(max(len(_GROUPS), len(defaults))):
+            cls, group, key = _GROUPS[i % len(_GROUPS)]
+            default = defaults[i % len(defaults)]
+            name = next(words)
+            where = _POSITIONS[len(found) % len(_POSITIONS)]
+            found.append(
+                NewField(
+                    cls,
+                    name,
+                    _annotation(default),
+                    f'SpecField("{{name}}", "{key}", {group}, "{freeze}", "{rebuild}", '
+                    f'doc="An ordinary setting ({freeze}, {rebuild}, {where}).")',
+                    _position(group, where),
+                )
+            )
+    return found

@@ -276,6 +276,7 @@ POOLS: dict[str, Callable[[Any], Any]] = {
         (r.choice(_NAME_POOL), r.choice(_NAME_POOL)) for _ in range(r.randrange(3))
     ],
     "bool": lambda r: r.random() < 0.5,
+    "scalar_unless_default": lambda r: r.choice([True, False, 0, 1, 3, 2.5, "s", ""]),
 }
 # Runtime state in exempt fields, which freeze must ignore whatever it holds.
 _EXEMPT_POOL: list[Any] = [None, True, {"heads": 4}, len]
@@ -308,8 +309,8 @@ def _reads_back(row: Any, value: Any) -> bool:
     """Whether a value of the row's freeze kind is one its rebuild kind gives back: the
     pools are per freeze kind, a row pairs it with a rebuild kind."""
     presence = presence_of(row)
-    if not presence.writes(value):
-        return value is None or presence.written == "truthy"
+    if not presence.writes(value):  # None, a falsy value, or the default: the absent key
+        return value is None or presence.written in ("truthy", "not default")
     readers = kinds.KINDS[kinds.record_of("freeze", row.freeze)].get("reads_back", ())
     if kinds.record_of("rebuild", row.rebuild) in readers:
         return True

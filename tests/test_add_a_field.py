@@ -20,11 +20,14 @@ from typing import Any
 
 import pytest
 
+from shardplan.table.spec import ModuleShardingSpec
+from shardplan.table.spec_fields import PARAM_PLAN_SPEC_FIELDS
 from tests.helpers import (
     run_python_here,
     run_specgen_here,
     snapshot,
 )
+from tests.strategies import presence_of
 
 SPEC = "shardplan/table/spec.py"
 TABLE = "shardplan/table/spec_fields.py"
@@ -259,13 +262,16 @@ def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
     )
     assert outcome["rebuilt"] == {fqn: "0.5", "model.head": "None"}
     param_plan, injections = outcome["frozen"]
-    # Table order, not alphabetical: grad_scale sorts before skip_source_lowering.
-    assert list(param_plan[fqn]) == [
-        "out_names",
-        "is_boundary",
-        "skip_source_lowering",
-        "grad_scale",
-    ]
+    # Table order, not alphabetical: grad_scale sorts before skip_source_lowering. The keys
+    # written are those set, and those whose row writes the field's default (is_boundary).
+    defaults, set_here = ModuleShardingSpec(), {"out_names": ["y"], "skip_source_lowering": 2}
+    expected = []
+    for row in PARAM_PLAN_SPEC_FIELDS:
+        if presence_of(row).writes(set_here.get(row.name, getattr(defaults, row.name))):
+            expected.append(row.key)
+        if row.name == "skip_source_lowering":  # GRAD_SCALE's row follows it
+            expected.append("grad_scale")
+    assert list(param_plan[fqn]) == expected
     assert param_plan[fqn]["grad_scale"] == 0.5
     assert "grad_scale" not in param_plan["model.head"]  # None is not written
     assert injections == []

@@ -13,6 +13,7 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.artifact.meta import CodegenMeta
+from shardplan.convert import kinds
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -154,18 +155,14 @@ def test_a_freeze_kind_without_a_pool_fails_naming_the_pool_and_the_file() -> No
     )
 
 
-def _field_index(name: str) -> int:
-    return [f.name for f in dataclasses.fields(ModuleShardingSpec)].index(name)
-
-
 def written_by_kind(row: Any) -> Any:
     """The hand-written value of the row's freeze kind; for a kind added since, a value of
     its pool in tests/strategies.py that its row reads back (no table here to extend)."""
     if row.freeze in WRITTEN_BY_KIND:
         value = WRITTEN_BY_KIND[row.freeze]
-        # A live field held as a tuple (its default is one) gets its names as a tuple.
-        default = dataclasses.fields(ModuleShardingSpec)[_field_index(row.name)].default
-        return tuple(value) if isinstance(default, tuple) and isinstance(value, list) else value
+        # Names its rebuild kind gives back as a tuple are set as a tuple.
+        as_tuple = kinds.record_of("rebuild", row.rebuild) == "name_tuple"
+        return tuple(value) if as_tuple and isinstance(value, list) else value
     rng = random.Random(row.name)
     for _ in range(100):
         value = strategies.POOLS[row.freeze](rng)
@@ -225,8 +222,19 @@ def test_param_plan_field_is_written_exactly_when_its_kind_says(
         assert_same(entry[key], written)
 
 
-def test_default_spec_writes_only_is_boundary() -> None:
-    assert frozen_entry() == {"is_boundary": True}
+def test_a_default_spec_writes_exactly_the_keys_written_for_their_default() -> None:
+    """A spec of defaults writes only the keys whose row writes the field's default
+    (is_boundary: True, written when not None), in table order, and rebuilds as itself."""
+    defaults = ModuleShardingSpec()
+    expected = [
+        row.key
+        for row in PARAM_PLAN_SPEC_FIELDS
+        if strategies.presence_of(row).writes(getattr(defaults, row.name))
+    ]
+    entry = frozen_entry()
+    assert list(entry) == expected
+    meta = CodegenMeta(param_plan={FQN: entry}, injections=[])
+    assert impl.rebuild_live_plan_from_meta(meta).modules[FQN] == defaults
 
 
 @pytest.mark.parametrize(
@@ -322,29 +330,23 @@ def test_fully_populated_spec_survives_freeze_and_rebuild() -> None:
 
 # docs/contract.md §5: what each rebuild kind gives for an absent key. A row added after the cases
 # below were written (README "Adding a spec field") is checked against its kind's default.
+# The names that state an absent value; the others give the field's default (law (a)).
 KIND_DEFAULTS: dict[str, Any] = {
-    # docs/contract.md §2b: the plan level's kinds.
-    "handler_map": {},
     "opt_name_tuple": None,
-    "pair_list": [],
     "bool_default_false": False,
-    "sharded_params": None,
-    "placement_map": None,
-    "named_placements": None,
-    "name_list": None,
-    "attr_list": None,
     "bool_default_true": True,
     "opt_scalar": None,
-    "injection_target": None,
-    "dict_copy": {},
-    "int_truthy": 0,
     "tuple_empty": (),
 }
 REBUILD_DEFAULTS: dict[str, Any] = {
-    # A kind added since the table above was written: its own declaration in the kinds
-    # module (the generated code is still checked against it).
+    # A row added since the table below was written: its kind name's absent value, else
+    # its field's default (the generated code is still checked against it).
     **{
-        f.name: KIND_DEFAULTS.get(f.rebuild, strategies.presence_of(f).absent_value())
+        f.name: (
+            KIND_DEFAULTS[f.rebuild]
+            if f.rebuild in KIND_DEFAULTS
+            else getattr(ModuleShardingSpec(), f.name)
+        )
         for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)
     },
     "params": None,
@@ -379,7 +381,10 @@ def test_absent_key_rebuilds_to_the_documented_default(name: str, default: Any) 
 
 @pytest.mark.parametrize(("name", "key"), KEY_OF.items())
 def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
-    assert_same(getattr(rebuilt(**{key: None}), name), REBUILD_DEFAULTS[name])
+    """Leniently; where freeze writes None as null (not the default), null is None."""
+    row = next(f for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS) if f.name == name)
+    expected = None if strategies.presence_of(row).null_is_none else REBUILD_DEFAULTS[name]
+    assert_same(getattr(rebuilt(**{key: None}), name), expected)
 
 
 @pytest.mark.parametrize(

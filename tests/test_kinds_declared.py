@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 from shardplan.convert import kinds
+from shardplan.table.format import WRITTEN_CONDITIONS
+from shardplan.table.spec_fields import SPEC_FIELDS
+from tests.additions import set_row_argument
 from tests.helpers import REPO, replace_once, run_specgen_here, snapshot
 
 KINDS = "shardplan/convert/kinds.py"
@@ -132,8 +135,11 @@ def test_a_record_no_kind_name_stands_for_exits_2(repo_copy: Path) -> None:
 def test_a_record_name_is_no_kind_name_a_row_may_use(repo_copy: Path) -> None:
     """One vocabulary: a row naming a record ('names') rather than a kind name is refused,
     listing the names."""
-    replace(repo_copy, TABLE, '"attr_list", "attr_list",', '"names", "attr_list",')
-    refused(repo_copy, "unknown freeze kind 'names'", "Known kinds: attr_list, bool,")
+    record = next(record for record in kinds.KINDS if record not in kinds.KIND_NAMES)
+    row = next(row for row in SPEC_FIELDS if row.freeze)  # found in the table, not its text
+    set_row_argument(repo_copy, TABLE, "SPEC_FIELDS", row.name, 3, repr(record))
+    names = sorted(name for name, steps in kinds.KIND_NAMES.items() if "freeze" in steps)
+    refused(repo_copy, f"unknown freeze kind {record!r}", f"Known kinds: {', '.join(names)}.")
 
 
 @pytest.mark.parametrize(
@@ -247,7 +253,7 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
     assert len(kinds.KINDS) < len(kinds.KIND_NAMES)
     assert kinds.KIND_NAMES["bool"]["freeze"] == ("bool", "always")
     conditions = {steps["freeze"][1] for steps in kinds.KIND_NAMES.values() if "freeze" in steps}
-    assert conditions == {"not None", "truthy", "always"}
+    assert conditions == set(WRITTEN_CONDITIONS)  # every condition has a name that says it
 
 
 @pytest.mark.parametrize(

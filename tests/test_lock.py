@@ -281,12 +281,20 @@ def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> N
 
 
 def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None:
-    """Before: exit 0, and every old artifact without is_boundary then rebuilt to False."""
+    """Before: exit 0, and every old artifact without is_boundary then rebuilt to False. The
+    fields' defaults move with it (else law (a) refuses the edit before the lock is read)."""
     edit(
         repo_copy,
         KINDS,
         '    "bool_default_true": {"rebuild": ("bool", "True")},\n',
         '    "bool_default_true": {"rebuild": ("bool", "False")},\n',
+    )
+    edit(repo_copy, SPEC, "    is_boundary: bool = True\n", "    is_boundary: bool = False\n")
+    edit(
+        repo_copy,
+        SPEC,
+        "    sequence_parallel: bool = True\n",
+        "    sequence_parallel: bool = False\n",
     )
     before = snapshot(repo_copy / "generated")
     result = run_specgen_here(repo_copy, "generate")
@@ -307,6 +315,7 @@ def test_a_rows_own_absent_value_is_recorded_and_changing_it_is_breaking(repo_co
         '"scalar", "bool_default_true",',
         '"scalar", "bool_default_true", absent="False",',
     )
+    edit(repo_copy, SPEC, "    is_boundary: bool = True\n", "    is_boundary: bool = False\n")
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "key 'is_boundary': a missing key now gives False, was True" in result.stderr

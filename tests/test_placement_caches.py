@@ -76,7 +76,12 @@ def test_placement_caches_stay_bounded() -> None:
 
 
 def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> None:
-    """make bench compares these three; they must compute the same thing."""
+    """make bench compares these three; they must compute the same thing. The hand-written
+    code knows the product tables' fields only: with other rows, it says so (a skip naming
+    why), as make bench does."""
+    stale = handwritten.not_for_these_tables()
+    if stale:
+        pytest.skip(stale)
     plan = llama_plan(3)
     frozen = {
         json.dumps((m.freeze_param_plan(plan), m.freeze_injections(plan)))

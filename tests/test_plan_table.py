@@ -40,7 +40,7 @@ LOSS_PARALLEL_ROW = (
 NAME = fresh_name(REPO, "ShardingPlan", "pipeline_stages")
 PIPELINE_FIELD = f"    {NAME}: int = 1\n"
 PIPELINE_ROW = (
-    f'    SpecField("{NAME}", "{NAME}", GROUP_PLAN, "scalar", "opt_scalar",\n'
+    f'    SpecField("{NAME}", "{NAME}", GROUP_PLAN, "scalar_unless_default", "scalar_or_default",\n'
     '              doc="How many pipeline stages the plan was made for."),\n'
 )
 

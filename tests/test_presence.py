@@ -113,41 +113,69 @@ def test_a_new_top_level_bool_reads_old_artifacts_as_absent_strictly(
 def test_readme_plan_level_example_keeps_other_producers_files_byte_identical(
     repo_copy: Path, tmp_path: Path
 ) -> None:
-    """README "Adding a plan-level field", literally: pipeline_stages, scalar/opt_scalar."""
+    """README "Adding a plan-level field", literally: pipeline_stages: int = 1, written when
+    not the default (scalar_unless_default/scalar_or_default)."""
     fixture = shared_fixture(FIXTURE)
     # README's name, or the next free one where the table already has it.
     name = fresh_name(REPO, "ShardingPlan", "pipeline_stages")
     _add_plan_field(
         repo_copy,
         f"    {name}: int = 1\n",
-        f'    SpecField("{name}", "{name}", GROUP_PLAN, "scalar", "opt_scalar",\n'
+        f'    SpecField("{name}", "{name}", GROUP_PLAN, "scalar_unless_default",\n'
+        '              "scalar_or_default",\n'
         '              doc="How many pipeline stages the plan was made for."),\n',
     )
     seen = _read_in_copy(repo_copy, name, fixture, _old_artifact(tmp_path))
     for entry in seen.values():
         assert entry["same"] is True and name not in entry["keys"]
-        assert entry["value"] is None  # opt_scalar's absent value, as fields.md states
+        assert entry["value"] == 1  # the field's default (law (a)), as fields.md states
 
 
 def test_an_absent_key_rebuilds_to_the_fields_default_where_no_kind_name_says_one(
     repo_copy: Path, tmp_path: Path
 ) -> None:
-    """int_truthy names no absent value: an old artifact without the key rebuilds to the
-    dataclass field's default, 3, and the field reference says so."""
+    """scalar_or_default names no absent value: an old artifact without the key rebuilds to
+    the dataclass field's default, 3, and the field reference says so."""
     _add_plan_field(
         repo_copy,
         "    warmup_steps: int = 3\n",
-        '    SpecField("warmup_steps", "warmup_steps", GROUP_PLAN, "int_truthy", "int_truthy",\n'
-        '              doc="Steps before sharding takes effect."),\n',
+        '    SpecField("warmup_steps", "warmup_steps", GROUP_PLAN, "scalar_unless_default",\n'
+        '              "scalar_or_default", doc="Steps before sharding takes effect."),\n',
     )
     seen = _read_in_copy(repo_copy, "warmup_steps", _old_artifact(tmp_path))
     (entry,) = seen.values()
     assert entry["value"] == 3 and entry["same"] is True
     fields_md = (repo_copy / "generated" / "fields.md").read_text()
-    assert "| `warmup_steps` | plan | integer | truthy | `3` | `warmup_steps` |" in fields_md
+    assert (
+        "| `warmup_steps` | plan | string, number or boolean | not default | `3` | `warmup_steps` |"
+        in fields_md
+    )
 
 
-def test_a_field_whose_default_no_literal_states_needs_absent_on_its_row(
+def test_a_truthy_default_is_refused_for_the_falsy_values_it_would_become(
+    repo_copy: Path,
+) -> None:
+    """int_truthy with a default of 3: 0 is never written, so it would come back as 3 (law
+    (b)); generate says so, naming the row, the default, the value and the names that fit."""
+    insert_text(repo_copy / SPEC, LAST_PLAN_SETTING, "    warmup_steps: int = 3\n")
+    insert_text(
+        repo_copy / PLAN_TABLE,
+        LOSS_PARALLEL_ROW,
+        '    SpecField("warmup_steps", "warmup_steps", GROUP_PLAN, "int_truthy", "int_truthy",\n'
+        '              doc="Steps before sharding takes effect."),\n',
+    )
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout
+    row_number = [row.name for row in PLAN_FIELDS].index("loss_parallel") + 2  # after it
+    assert (
+        f"table 'plan' row {row_number} (warmup_steps): the field's default 3 does not come back"
+        in result.stderr
+    )
+    assert "so 0, False or an empty value would rebuild as 3 instead" in result.stderr
+    assert "No kind name of records 'int' and 'int' keeps it" in result.stderr
+
+
+def test_a_field_whose_default_no_literal_states_cannot_cross(
     repo_copy: Path,
 ) -> None:
     insert_text(
@@ -159,12 +187,15 @@ def test_a_field_whose_default_no_literal_states_needs_absent_on_its_row(
     assert result.returncode == 2, result.stdout
     row_number = [row.name for row in PLAN_FIELDS].index("loss_parallel") + 2  # after it
     assert (
-        f"table 'plan' row {row_number} (hook): the field has no default a literal states"
-        in result.stderr
+        f"table 'plan' row {row_number} (hook): the field's default has no Python literal, so "
+        "no absent key can rebuild it" in result.stderr
     )
-    assert 'Set absent="..." on the row' in result.stderr
+    # absent= names what an absent key gives, but no artifact can give back object():
+    # law (a) refuses it, naming the default.
     replace_once(repo_copy, PLAN_TABLE, 'doc="A hook."', 'doc="A hook.", absent="0"')
-    assert run_specgen_here(repo_copy, "generate").returncode == 0
+    result = run_specgen_here(repo_copy, "generate")
+    assert result.returncode == 2, result.stdout
+    assert "the default has no Python literal, so no absent key can rebuild it" in result.stderr
 
 
 def test_a_nested_key_renamed_with_an_alias_reads_the_old_value(repo_copy: Path) -> None:

@@ -164,9 +164,11 @@ def check_keys(obj: dict[str, Any], known: Collection[str], path: str) -> None:
             )
 
 
-def check_entry(entry: object, fqn: str, known: Collection[str], strict: bool) -> dict[str, Any]:
+def check_entry(
+    entry: object, fqn: str, known: Collection[str], strict: bool, nulls: Collection[str] = ()
+) -> dict[str, Any]:
     """Check one param_plan entry is an object (and, if strict, has only known keys and no
-    null: refuse_nulls).
+    null but under ``nulls``, the keys freeze writes null under: refuse_nulls).
 
     Every strict rebuild calls this once an entry: the entry's path is built only on the way
     to an error, never on the path that accepts it."""
@@ -174,21 +176,23 @@ def check_entry(entry: object, fqn: str, known: Collection[str], strict: bool) -
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
         for key, value in entry.items():  # one pass for both checks: the accepting path
-            if value is None or key not in known:
+            if value is None and key not in nulls or key not in known:
                 check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
-                refuse_nulls(entry, entry_path, fqn)  # or the first null
+                refuse_nulls(entry, entry_path, fqn, nulls)  # or the first null
     return entry
 
 
-def refuse_nulls(obj: dict[str, Any], where: Callable[[Any], str], place: Any) -> None:
-    """Strict rebuild accepts only what freeze writes back, and no kind writes a null in an
-    entry or a rule (``is_boundary: null`` would come back ``true``). Lenient rebuild reads
-    a null as the key absent. ``where(place)`` is the object's path, built only for the
-    error."""
+def refuse_nulls(
+    obj: dict[str, Any], where: Callable[[Any], str], place: Any, nulls: Collection[str] = ()
+) -> None:
+    """Strict rebuild accepts only what freeze writes back, and freeze writes a null in an
+    entry or a rule only under ``nulls`` (keys written when not a default other than None;
+    ``is_boundary: null`` would come back ``true``). Lenient rebuild reads any other null
+    as the key absent. ``where(place)`` is the object's path, built only for the error."""
     if None not in obj.values():
         return  # the common case: one scan, no path built
     for key, value in obj.items():
-        if value is None:
+        if value is None and key not in nulls:
             raise MetaError(
                 field_path(where(place), key),
                 f"{json_type(value)} {shown(value)} is never written here, so it would not "
@@ -197,7 +201,7 @@ def refuse_nulls(obj: dict[str, Any], where: Callable[[Any], str], place: Any) -
 
 
 def index_rules(
-    meta: CodegenMeta, known: Collection[str], strict: bool
+    meta: CodegenMeta, known: Collection[str], strict: bool, nulls: Collection[str] = ()
 ) -> dict[str, tuple[int, dict[str, Any]]]:
     """Map each rule's ``match`` FQN to (index, rule), refusing orphans and duplicates (and,
     if strict, unknown keys, nulls, and a rule with no injection: freeze writes none)."""
@@ -221,7 +225,7 @@ def index_rules(
             )
         if strict:
             check_keys(rule, (MATCH_KEY, *known), path)
-            refuse_nulls(rule, rule_path, index)
+            refuse_nulls(rule, rule_path, index, nulls)
             if len(rule) == 1:
                 raise MetaError(
                     path,

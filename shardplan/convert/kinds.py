@@ -210,6 +210,17 @@ def refuse_falsy(value: Any, path: str) -> NoReturn:
     )
 
 
+def refuse_default(value: Any, path: str) -> NoReturn:
+    """Strict rebuild: the default under a key freeze writes only when not the default
+    would be dropped when frozen again (it reads back from the absent key)."""
+    raise MetaError(
+        path,
+        f"{json_type(value)} {shown(value)} is the default, which is never written (freeze "
+        "writes this key only when not the default): leave the key out (strict=False reads "
+        "it as absent)",
+    )
+
+
 def refuse_null(absent: Any, path: str) -> NoReturn:
     """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
     not ``mesh_dim_names``) would read back as ``absent`` and be written so."""
@@ -580,7 +591,8 @@ KINDS: dict[str, dict[str, Any]] = {
 
 # The kind names rows use, each stated once (the seed's names, which upstream tables keep):
 # what a row naming it means for each step the name serves.
-#   "freeze": (record, when freeze writes the key: "not None", "truthy" or "always")
+#   "freeze": (record, when freeze writes the key: "not None", "truthy", "always" or
+#              "not default")
 #   "rebuild": (record, what rebuild gives for an absent key: a Python literal, or "" for
 #              the dataclass field's default)
 # Generated code calls freeze_<record> and rebuild_<record>; two names with the same
@@ -597,6 +609,8 @@ KIND_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "scalar": {"freeze": ("scalar", "not None")},
     "plain": {"freeze": ("scalar", "not None")},
     "opt_scalar": {"rebuild": ("scalar", "None")},
+    "scalar_unless_default": {"freeze": ("scalar", "not default")},
+    "scalar_or_default": {"rebuild": ("scalar", "")},
     "bool": {"freeze": ("bool", "always")},
     "bool_default_true": {"rebuild": ("bool", "True")},
     "bool_default_false": {"rebuild": ("bool", "False")},

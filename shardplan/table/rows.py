@@ -97,6 +97,13 @@ class SpecField(_Keyed):
         names no field); or, as a str, why it cannot be decided. The generator and the
         reference both resolve here."""
         field_default = default_literal(field) if field is not None else "None"
+        if field is not None and field_default is None and _states_default(field):
+            if not (self.absent or preset_absent):
+                return (
+                    "the field's default has no Python literal, so no absent key can rebuild "
+                    "it.\n  Give the field a literal default (a field(default_factory=dict, "
+                    "list or tuple) counts)"
+                )
         written = self.written or preset_written
         if written not in WRITTEN_CONDITIONS:
             return f"written={written!r} must be one of " + ", ".join(map(repr, WRITTEN_CONDITIONS))
@@ -125,8 +132,17 @@ class Presence:
 
     @property
     def writes_null(self) -> bool:
-        """Freeze writes null for None: the key is written always and None is its absence."""
-        return self.written == "always" and self.absent == "None"
+        """Freeze writes null for None: the key is written always and None is its absence,
+        or written when not the default and None is not the default."""
+        if self.written == "always":
+            return self.absent == "None"
+        return self.written == "not default" and self.absent != "None"
+
+    @property
+    def null_is_none(self) -> bool:
+        """A null reads back as None and an absent key as the default, which is not None
+        (written when not the default): rebuild tells the two apart."""
+        return self.written == "not default" and self.absent != "None"
 
     @property
     def refuses_none(self) -> bool:
@@ -138,14 +154,49 @@ class Presence:
         """Whether freeze writes ``value``."""
         if self.written == "always":
             return True
+        if self.written == "not default":
+            return not self.is_absent_value(value)
         return bool(value) if self.written == "truthy" else value is not None
+
+    def is_absent_value(self, value: Any) -> bool:
+        """Whether ``value`` is the absent value exactly: equal to it, and of its type
+        (``True`` is no default ``1``)."""
+        absent = self.absent_value()
+        return type(value) is type(absent) and value == absent
 
     def absent_value(self) -> Any:
         """The absent value itself: a fresh object each call."""
         return ast.literal_eval(self.absent)
 
+    def broken_law(self, field: dataclasses.Field[Any] | None) -> str:
+        """How this presence breaks the defaults laws (docs/contract.md §6) for the dataclass
+        ``field`` (None: the row names none), said as what comes back instead; "" when both
+        hold. (a) An absent key rebuilds the field's default. (b) A value freeze leaves
+        unwritten rebuilds as itself: None where written when not None (where None is no
+        default, freeze refuses it instead), the default where written when not the default,
+        and a falsy value, as the one falsy default, where written when truthy."""
+        stated = field is not None and _states_default(field)
+        default = default_literal(field) if field is not None and stated else None
+        if stated and default is None:
+            return "the default has no Python literal, so no absent key can rebuild it"
+        if default is not None and self.absent != default:
+            return f"an artifact without the key rebuilds {self.absent} instead"
+        if self.written == "truthy" and self.absent_value():
+            return (
+                "a falsy value is never written (written when truthy), so 0, False or an "
+                f"empty value would rebuild as {self.absent} instead"
+            )
+        return ""
+
 
 _FACTORY_LITERALS: dict[Any, str] = {dict: "{}", list: "[]", tuple: "()"}
+
+
+def _states_default(field: dataclasses.Field[Any]) -> bool:
+    """Whether the dataclass field has a default (a value or a factory)."""
+    return not (
+        field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    )
 
 
 def default_literal(field: dataclasses.Field[Any]) -> str | None:

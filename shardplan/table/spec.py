@@ -65,8 +65,9 @@ class ShardingPlan:
 
     modules: dict[str, ModuleShardingSpec] = field(default_factory=dict)
     special_handlers: dict[str, str] = field(default_factory=dict)
-    # None: not recorded (older producers write null), meaning "use the full mesh".
-    mesh_dim_names: tuple[str, ...] | None = ()
+    # None (the default): not recorded (older producers write null or leave it out),
+    # meaning "use the full mesh".
+    mesh_dim_names: tuple[str, ...] | None = None
     tied_pairs: list[tuple[str, str]] = field(default_factory=list)
     sequence_parallel: bool = True
     loss_parallel: bool = False
