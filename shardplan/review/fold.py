@@ -10,6 +10,7 @@ item when every layer holds the same experts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable
 from typing import TypeVar, Union
 
@@ -21,12 +22,24 @@ T = TypeVar("T", bound=Hashable)
 
 def _number(segment: str) -> bool:
     # Only a number written as Python writes it folds back to the same text.
-    return segment.isascii() and segment.isdigit() and (segment == "0" or segment[0] != "0")
+    found = _NUMBERS.get(segment)
+    if found is None:
+        found = _NUMBERS[segment] = (
+            segment.isascii() and segment.isdigit() and (segment == "0" or segment[0] != "0")
+        )
+    return found
+
+
+_NUMBERS: dict[str, bool] = {}  # a plan's segments are few: each is looked at once
 
 
 def ranges(numbers: Iterable[int]) -> str:
     """Distinct ``numbers`` as sorted ranges: ``0-31``, ``0-28/4``, ``1-3,5-7``, ``3,7``."""
     xs = sorted(numbers)
+    if len(xs) > 2 and (xs[-1] - xs[0]) % (len(xs) - 1) == 0:  # one progression, at once
+        step = (xs[-1] - xs[0]) // (len(xs) - 1)
+        if step and xs == list(range(xs[0], xs[-1] + 1, step)):
+            return f"{xs[0]}-{xs[-1]}" + (f"/{step}" if step > 1 else "")
     parts: list[str] = []
     i, n = 0, len(xs)
     while i < n:
@@ -59,11 +72,31 @@ def name_text(segments: Segments) -> str:
     return ".".join(map(segment_text, segments))
 
 
-def fold_keyed(names: Iterable[tuple[Segments, T]]) -> list[tuple[Segments, T]]:
+def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments, T]]:
     """``(name, key)`` pairs with the names that differ only by a number and share a key
     folded into one; the number segments are sets. Rightmost numbers first."""
-    work = [(segments, -1, key) for segments, key in names]
     done: list[tuple[Segments, T]] = []
+    work: list[tuple[Segments, int, T]] = []
+    # The first fold of a plain name, on its text: one regular expression a name.
+    first: dict[tuple[str | None, str | None, T], set[int]] = {}
+    for name, key in names:
+        if not isinstance(name, str):
+            work.append((name, -1, key))
+            continue
+        found = _LAST_NUMBER.match(name)
+        if found is None:
+            done.append((tuple(name.split(".")), key))
+            continue
+        before, number, after = found.groups()
+        group = first.get((before, after, key))
+        if group is None:
+            first[before, after, key] = {int(number)}
+        else:
+            group.add(int(number))
+    for (before, after, key), numbers in first.items():
+        head = tuple(before.split(".")) if before is not None else ()
+        tail = tuple(after[1:].split(".")) if after else ()
+        work.append((head + (frozenset(numbers),) + tail, len(head), key))
     while work:
         groups: dict[tuple[Segments, int, T], set[int]] = {}
         for segments, end, key in work:
@@ -86,6 +119,10 @@ def fold_keyed(names: Iterable[tuple[Segments, T]]) -> list[tuple[Segments, T]]:
     return done
 
 
+# A name's rightmost number segment: what is before it, the number, what is after it.
+_LAST_NUMBER = re.compile(r"(?:(.*)\.)?(0|[1-9][0-9]*)((?:\..*)?)$", re.S)
+
+
 def _rightmost_number(segments: Segments, end: int) -> int:
     """The index of the rightmost number segment left of ``end`` (-1: anywhere); -1 if none."""
     for place in range(len(segments) - 1 if end < 0 else end - 1, -1, -1):
@@ -98,20 +135,18 @@ def _rightmost_number(segments: Segments, end: int) -> int:
 def fold(items: Iterable[Item]) -> list[Item]:
     """The items with every name that differs from others only by a number folded; an item
     nothing folds with is kept. Unordered: sort with ``natural_key``."""
-    keyed = fold_keyed((tuple(name.split(".")), (head, tail)) for head, name, tail in items)
+    keyed = fold_keyed((name, (head, tail)) for head, name, tail in items)
     return [(head, name_text(segments), tail) for segments, (head, tail) in keyed]
 
 
-def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
+def natural_key(name: str) -> str:
     """Sort key of a (folded) dotted name: numbers by value (``layers.2`` before
-    ``layers.10``, ``[0-31]`` by its first number), other segments as text."""
-    key = []
-    for segment in name.split("."):
-        if segment.isdigit():
-            key.append((0, int(segment), segment))
-        elif segment[:2].startswith("[") and segment[1:2].isdigit():
-            first = segment[1:].split(",")[0].split("-")[0].rstrip("]")
-            key.append((0, int(first), segment))
-        else:
-            key.append((1, 0, segment))
-    return tuple(key)
+    ``layers.10``; ``[0-31]`` by its first number), the rest as text."""
+    return _DIGITS.sub(_padded, name)
+
+
+_DIGITS = re.compile(r"\[?([0-9]+)")
+
+
+def _padded(found: re.Match[str]) -> str:
+    return found[1].zfill(20)

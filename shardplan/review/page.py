@@ -54,7 +54,7 @@ def render(view: PlanView) -> str:
     texts = blocks.texts
     keyed = {fqn: blocks.key(fqn) for fqn in {*view.entries, *view.rules}}
     groups = sorted(
-        fold_keyed((tuple(fqn.split(".")), key) for fqn, key in keyed.items()),
+        fold_keyed(keyed.items()),
         key=lambda group: natural_key(name_text(group[0])),
     )
     # Every axis a placement names: the mesh's first, in mesh order.

@@ -164,7 +164,10 @@ def compact(value: object) -> str:
 
 def summary(value: object) -> str:
     """The value if short, else its JSON type, size and digest: a change still shows."""
-    text = compact(value)
+    if isinstance(value, (list, dict)) and len(value) > SHORT:
+        text = json.dumps(value, sort_keys=True)  # for the digest only
+    else:
+        text = compact(value)
     if len(text) <= SHORT:
         return text
     size = f"{len(value)} items" if isinstance(value, (dict, list)) else f"{len(text)} characters"
@@ -192,22 +195,13 @@ def module_lines(view: PlanView, texts: Texts, fqn: str) -> list[tuple[str, str]
 
 
 def plan_items(view: PlanView, texts: Texts) -> list[Item]:
-    """The plan-level lines, then the keys no row owns (``other``); a list too long for a
-    line gives one line per item, its names foldable."""
-    items: list[Item] = []
-    for head, keys in ((PLAN, view.plan), ("other", view.other)):
-        for key in sorted(keys):
-            value = keys[key]
-            if isinstance(value, list) and len(compact(value)) > SHORT:
-                items += [
-                    (f"{head} {key}[]: ", item, "")
-                    if isinstance(item, str)
-                    else (f"{head} {key}[]: ", "", summary(item))
-                    for item in value
-                ]
-            else:
-                items.append((f"{head} {key}: ", "", summary(value)))
-    return items
+    """The plan-level lines, then the keys no row owns (``other``), one a key; a long
+    value (``frozen_sharded_params``, derived from the entries) by its size and digest."""
+    return [
+        (f"{head} {key}: ", "", summary(keys[key]))
+        for head, keys in ((PLAN, view.plan), ("other", view.other))
+        for key in sorted(keys)
+    ]
 
 
 def mesh_line(view: PlanView) -> str:
@@ -244,23 +238,35 @@ class Blocks:
         return block
 
 
+def show_text(view: PlanView, *, collapse: bool = False) -> str:
+    """The text of ``shardplan show``: the mesh line, the plan's lines, the modules'; each
+    line ends with a newline."""
+    if collapse:
+        return "".join(line + "\n" for line in show_lines(view, collapse=True))
+    blocks = Blocks(view)
+    head = [mesh_line(view)] + [h + n + t for h, n, t in plan_items(view, blocks.texts)]
+    # One join a module: its name before each of its lines.
+    modules = [
+        fqn + ("\n" + fqn).join(blocks.of_key(blocks.key(fqn), fqn)) + "\n"
+        for fqn in module_names(view)
+    ]
+    return "".join(line + "\n" for line in head) + "".join(modules)
+
+
 def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
-    """The text of ``shardplan show``: the mesh line, the plan's lines, the modules'."""
+    """The lines of ``shardplan show`` (``show_text`` without the newlines)."""
+    if not collapse:
+        return show_text(view).splitlines()
     blocks = Blocks(view)
     items = plan_items(view, blocks.texts)
     lines = [mesh_line(view)]
-    if not collapse:
-        lines += [h + n + t for h, n, t in items]
-        for fqn in module_names(view):
-            lines += [fqn + line for line in blocks.of_key(blocks.key(fqn), fqn)]
-        return lines
     # Plan lines, then other keys, each folded and sorted; then the modules: those alike
     # folded first (a layer's modules), then each line across the folded modules.
     for head in (PLAN, "other"):
         part = fold(i for i in items if i[0].startswith(head))
         lines += [h + n + t for h, n, t in sorted(part, key=_item_key)]
     keyed = {fqn: blocks.key(fqn) for fqn in {*view.entries, *view.rules}}
-    alike = fold_keyed((tuple(fqn.split(".")), key) for fqn, key in keyed.items())
+    alike = fold_keyed(keyed.items())
     module_items = fold_keyed(
         (segments, line)
         for segments, key in alike
@@ -276,5 +282,5 @@ def _member(segments: Segments) -> str:
     return ".".join(s if isinstance(s, str) else str(min(s)) for s in segments)
 
 
-def _item_key(item: Item) -> tuple[str, tuple[tuple[int, int, str], ...], str]:
+def _item_key(item: Item) -> tuple[str, str, str]:
     return (item[0], natural_key(item[1]), item[2])
