@@ -176,8 +176,8 @@ def summary(value: object) -> str:
 
 
 def module_lines(view: PlanView, texts: Texts, fqn: str) -> list[tuple[str, str]]:
-    """The ``(label, text)`` lines of one module: its entry's fields, then its rule's
-    (``rule.inner_wrapper``), each sorted."""
+    """The ``(label, text)`` lines of one module: its entry's fields and its rule's
+    (``rule.inner_wrapper``)."""
     lines: list[tuple[str, str]] = []
     entry = view.entries.get(fqn)
     if entry is not None:
@@ -234,7 +234,7 @@ class Blocks:
         block = self._blocks.get(key)
         if block is None:
             lines = module_lines(self.view, self.texts, fqn)
-            block = self._blocks[key] = tuple(f" {label}: {text}" for label, text in lines)
+            block = self._blocks[key] = tuple(sorted(f" {label}: {text}" for label, text in lines))
         return block
 
 
