@@ -157,9 +157,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         changes = [c.as_json() for c in comparison.changes]
         if args.collapse:
-            rests = [
-                ("", c.pop("module") or "", json.dumps(c, sort_keys=True)) for c in changes
-            ]
+            rests = [("", c.pop("module") or "", json.dumps(c, sort_keys=True)) for c in changes]
             changes = [{"module": name, **json.loads(rest)} for _, name, rest in fold(rests)]
         document = {
             "old": str(args.old),
@@ -176,7 +174,9 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
     else:
         count = len(comparison.changes)
         summary = f"{count} change{'s' if count != 1 else ''}"
-        lines.append(f"{summary}; also: {'; '.join(comparison.notes)}" if _noted(comparison) else summary)
+        lines.append(
+            f"{summary}; also: {'; '.join(comparison.notes)}" if _noted(comparison) else summary
+        )
     _write(out, lines)
     return status
 
@@ -199,7 +199,7 @@ def _write(out: TextIO, lines: list[str]) -> None:
         out.write("\n".join(lines) + "\n")
         out.flush()
     except BrokenPipeError:
-        sys.stdout = None  # type: ignore[assignment]  # no flush at exit into a closed pipe
+        pass  # run() ends the process without flushing into the closed pipe again
 
 
 def run() -> NoReturn:

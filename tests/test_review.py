@@ -93,14 +93,20 @@ def test_show_collapse_folds_modules_that_differ_only_by_a_layer_number(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     document = json.loads(DEEPSEEK.read_text())
-    layers = {int(m[1]) for fqn in document["param_plan"] if (m := re.match(r"model\.layers\.(\d+)\.", fqn))}
+    layers = {
+        int(m[1])
+        for fqn in document["param_plan"]
+        if (m := re.match(r"model\.layers\.(\d+)\.", fqn))
+    }
     status, out, _ = run(capsys, "show", "--collapse", DEEPSEEK)
     assert status == 0
     plain = run(capsys, "show", DEEPSEEK)[1]
     assert len(out.splitlines()) < len(plain.splitlines())
     # Every line of the plain output is one folded line expanded, and back.
     assert set(_expanded(out.splitlines())) == set(plain.splitlines())
-    assert len(layers) > 1 and any(f"model.layers.[{min(layers)}-" in line for line in out.splitlines())
+    assert len(layers) > 1 and any(
+        f"model.layers.[{min(layers)}-" in line for line in out.splitlines()
+    )
 
 
 def expand_name(name: str) -> list[str]:
@@ -138,7 +144,9 @@ def test_fold_writes_steps_and_keeps_lone_numbers() -> None:
     assert ranges([0, 4, 8, 12]) == "0-12/4"
     assert ranges([1, 2, 3, 5, 6, 7]) == "1-3,5-7"
     assert ranges([3, 7]) == "3,7"
-    items = [("", f"l.{i}.e.{j}", " x") for i in range(2) for j in range(3)] + [("", "l.9.e.0", " y")]
+    items = [("", f"l.{i}.e.{j}", " x") for i in range(2) for j in range(3)] + [
+        ("", "l.9.e.0", " y")
+    ]
     assert sorted(fold(items)) == [("", "l.9.e.0", " y"), ("", "l.[0-1].e.[0-2]", " x")]
 
 
@@ -161,7 +169,9 @@ def test_diff_names_a_changed_placement(capsys: pytest.CaptureFixture[str], tmp_
     lines = out.splitlines()
     assert len(lines) == 2 and lines[1] == "1 change"
     assert lines[0].startswith(f"{fqn} params[{param}]: placement changed: ")
-    assert f"tp={before}" in lines[0].split(" -> ")[0] and f"tp={after}" in lines[0].split(" -> ")[1]
+    assert (
+        f"tp={before}" in lines[0].split(" -> ")[0] and f"tp={after}" in lines[0].split(" -> ")[1]
+    )
 
 
 def test_diff_names_an_added_module_and_an_added_rule(
@@ -204,6 +214,7 @@ def test_diff_of_the_same_plan_reserialized_is_no_change_and_says_why(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     document = json.loads(DEEPSEEK.read_text())
+
     # Another producer's writing: compact, keys in reverse, rules in reverse, an extra key.
     def backwards(value: Any) -> Any:
         if isinstance(value, dict):
@@ -236,7 +247,10 @@ def test_diff_of_the_same_plan_reserialized_is_no_change_and_says_why(
         0,
         "same plan: the bytes differ only in layout (key order, indentation or spacing)\n",
     )
-    assert run(capsys, "diff", DEEPSEEK, DEEPSEEK)[:2] == (0, "same plan: the files are identical\n")
+    assert run(capsys, "diff", DEEPSEEK, DEEPSEEK)[:2] == (
+        0,
+        "same plan: the files are identical\n",
+    )
 
 
 @pytest.mark.parametrize("case", ["missing", "not JSON", "not an artifact"])
@@ -277,7 +291,9 @@ def test_diff_json_gives_the_changes_for_tools(
     status, out, _ = run(capsys, "diff", "--collapse", DEEPSEEK, new)
     lines = out.splitlines()
     assert status == 1 and len(lines) < len(mlps) + 1
-    assert set(_expanded_changes(lines[:-1])) == set(run(capsys, "diff", DEEPSEEK, new)[1].splitlines()[:-1])
+    assert set(_expanded_changes(lines[:-1])) == set(
+        run(capsys, "diff", DEEPSEEK, new)[1].splitlines()[:-1]
+    )
     folded = json.loads(run(capsys, "diff", "--json", "--collapse", DEEPSEEK, new)[1])
     assert sorted(m for c in folded["changes"] for m in expand_name(c["module"])) == mlps
 
@@ -319,7 +335,9 @@ def test_the_page_holds_every_module_and_needs_no_network(
     parser.feed(page.read_text())
     document = json.loads(source.read_text())
     named = [n for folded in parser.modules for n in expand_name(folded)]
-    assert sorted(named) == sorted({*document["param_plan"], *(r["match"] for r in document["injections"])})
+    assert sorted(named) == sorted(
+        {*document["param_plan"], *(r["match"] for r in document["injections"])}
+    )
     assert parser.sources == [] and "script" not in parser.tags  # nothing fetched, nothing run
     text = page.read_text()
     assert "background:" in text and "S(0)" in text
@@ -332,7 +350,11 @@ def _docs_git_lines() -> tuple[str, list[str]]:
     """The .gitattributes line and the git command docs/artifacts.md gives."""
     from tests.docblocks import blocks
 
-    found = [b for b in blocks(REPO / "docs" / "artifacts.md") if "textconv" in b.code or "diff=shardplan" in b.code]
+    found = [
+        b
+        for b in blocks(REPO / "docs" / "artifacts.md")
+        if "textconv" in b.code or "diff=shardplan" in b.code
+    ]
     attributes = next(b.code.strip() for b in found if b.language == "gitattributes")
     command = next(b.code.strip() for b in found if b.language == "sh")
     return attributes, command.split()
@@ -349,13 +371,19 @@ def test_git_diff_reads_artifacts_as_shardplan_show(tmp_path: Path) -> None:
     def git(*args: str) -> str:
         done = subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=repo, capture_output=True, text=True, env={**_env(), **env}, check=True,
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            env={**_env(), **env},
+            check=True,
         )
         return done.stdout
 
     git("init", "-q")
     # The docs' command, with the console script this checkout installed.
-    textconv = " ".join(command[3:]).strip("'\"").replace("shardplan", f"{sys.executable} -m shardplan", 1)
+    textconv = (
+        " ".join(command[3:]).strip("'\"").replace("shardplan", f"{sys.executable} -m shardplan", 1)
+    )
     git("config", "diff.shardplan.textconv", textconv)
     (repo / ".gitattributes").write_text(attributes + "\n")
     artifact = repo / "codegen_meta.json"
@@ -368,7 +396,9 @@ def test_git_diff_reads_artifacts_as_shardplan_show(tmp_path: Path) -> None:
     document["param_plan"][fqn]["params"][param]["tp"] = "P(max)"
     artifact.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     diff = git("diff")
-    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    changed = [
+        line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
     assert len(changed) == 2, diff
     assert changed[0].startswith(f"-{fqn} params[{param}]: ")
     assert changed[1].startswith(f"+{fqn} params[{param}]: ") and "tp=P(max)" in changed[1]
@@ -397,7 +427,12 @@ def test_show_diff_and_the_page_import_no_torch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     module = subprocess.run(
         [sys.executable, "-m", "shardplan", "diff", str(DEEPSEEK), str(tmp_path / "missing.json")],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     assert module.returncode == 2 and module.stdout == ""
-    assert module.stderr == f"shardplan: cannot read {tmp_path / 'missing.json'}: No such file or directory\n"
+    assert (
+        module.stderr
+        == f"shardplan: cannot read {tmp_path / 'missing.json'}: No such file or directory\n"
+    )

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Iterable
-from typing import TypeVar, Union
+from typing import TypeVar
 
 Item = tuple[str, str, str]
 # A name as segments: text, or the set of numbers a folded segment stands for.
-Segments = tuple[Union[str, frozenset[int]], ...]
+Segments = tuple[str | frozenset[int], ...]
 T = TypeVar("T", bound=Hashable)
 
 
@@ -93,12 +93,13 @@ def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments
             first[before, after, key] = {int(number)}
         else:
             group.add(int(number))
-    for (before, after, key), numbers in first.items():
+    for (before, after, key), found_numbers in first.items():
         head = tuple(before.split(".")) if before is not None else ()
         tail = tuple(after[1:].split(".")) if after else ()
-        work.append((head + (frozenset(numbers),) + tail, len(head), key))
+        work.append((head + (frozenset(found_numbers),) + tail, len(head), key))
     while work:
         groups: dict[tuple[Segments, int, T], set[int]] = {}
+        numbers: set[int] | frozenset[int]
         for segments, end, key in work:
             place = _rightmost_number(segments, end)
             if place < 0:

@@ -61,7 +61,7 @@ def render(view: PlanView) -> str:
     rows: list[tuple[str, int, list[tuple[str, dict[str, str] | str]]]] = []
     axes = list(view.mesh or ())
     seen: set[str] = set()
-    for segments, key in groups:
+    for segments, _ in groups:
         member = ".".join(s if isinstance(s, str) else str(min(s)) for s in segments)
         cells: list[tuple[str, dict[str, str] | str]] = []
         entry, rule = view.entries.get(member) or {}, view.rules.get(member) or {}
@@ -110,7 +110,9 @@ def render(view: PlanView) -> str:
         for index, (field_name, value) in enumerate(cells):
             row = [head if index == 0 else "", f'<td class="field">{html.escape(field_name)}</td>']
             if isinstance(value, str):
-                row.append(f'<td class="value" colspan="{max(1, len(axes))}">{html.escape(value)}</td>')
+                row.append(
+                    f'<td class="value" colspan="{max(1, len(axes))}">{html.escape(value)}</td>'
+                )
             else:
                 for axis in axes:
                     text = value.get(axis)

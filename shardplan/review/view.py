@@ -67,7 +67,9 @@ def view_of(meta: CodegenMeta, source: str) -> PlanView:
     """The view of a loaded ``meta``; ``source`` names it in messages."""
     for fqn, entry in meta.param_plan.items():
         if not isinstance(entry, dict):
-            raise MetaError(key_path("param_plan", fqn), f"expected an object, got {json_type(entry)}")
+            raise MetaError(
+                key_path("param_plan", fqn), f"expected an object, got {json_type(entry)}"
+            )
     rules: dict[str, dict[str, Any]] = {}
     for index, rule in enumerate(meta.injections):
         where = f"injections[{index}]"
