@@ -44,11 +44,23 @@ def test_the_demo_runs_on_torchruns_two_gloo_ranks(tmp_path: Path) -> None:
     from shardplan.examples.llama import LlamaConfig
     from shardplan.examples.plan import tensor_parallel_plan
 
+    plan = tensor_parallel_plan(LlamaConfig(n_layers=2))
     written = (out / "codegen_meta.json").read_text()
-    assert written == meta_to_json(
-        shardplan.freeze_plan(tensor_parallel_plan(LlamaConfig(n_layers=2)))
-    )
+    assert written == meta_to_json(shardplan.freeze_plan(plan))
     assert sorted(p.name for p in out.iterdir()) == ["codegen_meta.json"]
+    # Every parameter of a sharded layer is a DTensor (a row-wise bias too, replicated).
+    from torch.distributed.tensor import Replicate
+
+    from shardplan.parallelize.apply import planned_placements
+
+    placements = planned_placements(plan, ("tp",))
+    sharded_layers = {
+        n.rpartition(".")[0]
+        for n, p in placements.items()
+        if n.endswith(".weight") and p != (Replicate(),)
+    }
+    expected = sum(1 for name in placements if name.rpartition(".")[0] in sharded_layers)
+    assert f"checked {expected} sharded parameters on each rank" in result.stdout
 
 
 @pytest.mark.processes

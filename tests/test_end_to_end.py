@@ -5,7 +5,6 @@ Real processes: the demo, which shards on two processes as a user would run it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,13 +16,11 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
 import shardplan
-from shardplan.artifact.meta import load_meta, meta_to_json
 from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
 from shardplan.examples.plan import tensor_parallel_plan
 from shardplan.parallelize.apply import (
     ApplyError,
     apply_plan,
-    planned_placements,
     resolve_placements,
 )
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
