@@ -122,8 +122,13 @@ def _read(path: Path) -> object:
     try:
         return read_view(path)
     except MetaError as exc:
-        text = " ".join(str(exc).split())  # one line, whatever the message's layout
-        raise BadInput(text if str(path) in text else f"{path}: {text}") from None
+        raise BadInput(_one_line(exc, path)) from None
+
+
+def _one_line(error: MetaError, path: Path) -> str:
+    """The error as one line that names the file."""
+    text = " ".join(str(error).split())
+    return text if str(path) in text else f"{path}: {text}"
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
@@ -148,10 +153,12 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 def _diff(args: argparse.Namespace, out: TextIO) -> int:
     from shardplan.review.diff import change_lines, compare
     from shardplan.review.fold import fold
-    from shardplan.review.view import PlanView
+    from shardplan.review.pair import UnreadFile, read_pair
 
-    old, new = _read(args.old), _read(args.new)
-    assert isinstance(old, PlanView) and isinstance(new, PlanView)
+    try:
+        old, new = read_pair(args.old, args.new)
+    except UnreadFile as exc:
+        raise BadInput(_one_line(exc.error, exc.path)) from None
     comparison = compare(old, new, same_bytes=_same_bytes(args.old, args.new))
     status = ExitStatus.DIFFERENT if comparison.changes else ExitStatus.OK
     if args.json:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardplan.review.fold import fold, natural_key
+from shardplan.review.pair import changed_modules
 from shardplan.review.view import PLAN, PlanView, Texts, compact, summary
 
 ABSENT: Any = object()  # a key one side does not hold
@@ -94,10 +95,8 @@ def compare(old: PlanView, new: PlanView, *, same_bytes: bool = False) -> Compar
         found.changes.append(Change(MODULE_REMOVED, fqn, "", "", ABSENT, ABSENT, "", ""))
     for fqn in sorted(new.entries.keys() - old.entries.keys(), key=natural_key):
         found.changes.append(Change(MODULE_ADDED, fqn, "", "", ABSENT, ABSENT, "", ""))
-    for fqn, entry in new.entries.items():
-        before = old.entries.get(fqn)
-        if before is not None and before != entry:
-            found.changes += _fields(fqn, "", before, entry, otexts, ntexts)
+    for fqn in changed_modules(old.entries, new.entries):
+        found.changes += _fields(fqn, "", old.entries[fqn], new.entries[fqn], otexts, ntexts)
     for fqn in old.rules.keys() | new.rules.keys():
         before, after = old.rules.get(fqn), new.rules.get(fqn)
         if before == after:

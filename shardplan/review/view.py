@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +50,7 @@ class PlanView:
 
     source: str
     mesh: list[str] | None  # mesh_dim_names; None when null or absent
-    entries: dict[str, dict[str, Any]]
+    entries: Mapping[str, dict[str, Any]]
     rules: dict[str, dict[str, Any]]
     rule_order: list[str]
     plan: dict[str, Any] = field(default_factory=dict)
