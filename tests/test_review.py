@@ -436,3 +436,53 @@ def test_show_diff_and_the_page_import_no_torch(tmp_path: Path) -> None:
         module.stderr
         == f"shardplan: cannot read {tmp_path / 'missing.json'}: No such file or directory\n"
     )
+
+
+def test_show_and_diff_hold_ints_beyond_64_bits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    big = 2**70
+
+    def stack(d: dict[str, Any]) -> None:
+        d["injections"][0]["ep_stack"] = {"tokens": big}
+
+    old = edited(tmp_path, DEEPSEEK, "old.json", stack)
+    match = json.loads(old.read_text())["injections"][0]["match"]
+    assert f'{match} rule.ep_stack: {{"tokens": {big}}}\n' in run(capsys, "show", old)[1]
+
+    def bigger(d: dict[str, Any]) -> None:
+        stack(d)
+        d["injections"][0]["ep_stack"]["tokens"] += 1
+
+    new = edited(tmp_path, DEEPSEEK, "new.json", bigger)
+    status, out, _ = run(capsys, "diff", old, new)
+    assert status == 1
+    assert (
+        f'{match} rule.ep_stack: rule changed: {{"tokens": {big}}} -> {{"tokens": {big + 1}}}'
+        in out
+    )
+
+
+def test_diff_reads_the_same_without_fork(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the old file is read by a child process (fork) and where both are read here,
+    the changes and notes are the same, bad input included."""
+    import os
+
+    def change(d: dict[str, Any]) -> None:
+        d["param_plan"]["lm_head"]["is_boundary"] = False
+        d["param_plan"].pop(sorted(d["param_plan"])[0])
+        d["signature"] = "x"
+
+    new = edited(tmp_path, DEEPSEEK, "new.json", change)
+    missing = tmp_path / "missing.json"
+    cases = [
+        ("diff", DEEPSEEK, new),
+        ("diff", "--json", new, DEEPSEEK),
+        ("diff", DEEPSEEK, missing),
+    ]
+    forked = [run(capsys, *case) for case in cases]
+    monkeypatch.delattr(os, "fork")
+    assert [run(capsys, *case) for case in cases] == forked
+    assert [status for status, _, _ in forked] == [1, 1, 2]

@@ -52,7 +52,8 @@ def render(view: PlanView) -> str:
     """The page of ``view``."""
     blocks = Blocks(view)
     texts = blocks.texts
-    keyed = {fqn: blocks.key(fqn) for fqn in {*view.entries, *view.rules}}
+    names = list({*view.entries, *view.rules})
+    keyed = dict(zip(names, blocks.keys(names), strict=True))
     groups = sorted(
         fold_keyed(keyed.items()),
         key=lambda group: natural_key(name_text(group[0])),

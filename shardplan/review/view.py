@@ -35,7 +35,8 @@ else:
     NESTED_KEYS, OWNED_KEYS = _generated.NESTED_KEYS, _generated.OWNED_KEYS
 
 _PLACEMENT = re.compile(PLACEMENT_PATTERN)
-_ENCODE = msgspec.json.Encoder().encode
+_PACK = msgspec.msgpack.Encoder().encode
+_JSON = msgspec.json.Encoder().encode
 # A value longer than this, in a line of its own (a plan-level field, another producer's
 # key), is shown by its size and digest: it would be one unreadable line.
 SHORT = 120
@@ -228,9 +229,17 @@ class Blocks:
         self.texts = Texts(view.mesh)
         self._blocks: dict[bytes, tuple[str, ...]] = {}
 
-    def key(self, fqn: str) -> bytes:
-        """The module's content (entry and rule), as bytes to compare and hash."""
-        return _ENCODE((self.view.entries.get(fqn), self.view.rules.get(fqn)))
+    def keys(self, fqns: list[str]) -> list[bytes]:
+        """Each module's content (entry and rule), as bytes to compare and hash: the entry's
+        msgpack bytes, then the rule's (each self-delimiting, so no two pairs read alike);
+        JSON bytes for all where msgpack cannot hold a value (an int beyond 64 bits)."""
+        entries, rules = self.view.entries, self.view.rules
+        try:
+            pack = _PACK
+            return [pack(entries.get(f)) + (pack(rules[f]) if f in rules else b"") for f in fqns]
+        except (OverflowError, msgspec.EncodeError):
+            text = _JSON
+            return [b"j" + text((entries.get(f), rules.get(f))) for f in fqns]
 
     def of_key(self, key: bytes, fqn: str) -> tuple[str, ...]:
         """The lines of the content ``key`` (``fqn``: a module holding it)."""
@@ -249,9 +258,10 @@ def show_text(view: PlanView, *, collapse: bool = False) -> str:
     blocks = Blocks(view)
     head = [mesh_line(view)] + [h + n + t for h, n, t in plan_items(view, blocks.texts)]
     # One join a module: its name before each of its lines.
+    names = module_names(view)
     modules = [
-        fqn + ("\n" + fqn).join(blocks.of_key(blocks.key(fqn), fqn)) + "\n"
-        for fqn in module_names(view)
+        fqn + ("\n" + fqn).join(blocks.of_key(key, fqn)) + "\n"
+        for fqn, key in zip(names, blocks.keys(names), strict=True)
     ]
     return "".join(line + "\n" for line in head) + "".join(modules)
 
@@ -268,7 +278,8 @@ def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
     for head in (PLAN, "other"):
         part = fold(i for i in items if i[0].startswith(head))
         lines += [h + n + t for h, n, t in sorted(part, key=_item_key)]
-    keyed = {fqn: blocks.key(fqn) for fqn in {*view.entries, *view.rules}}
+    names = list({*view.entries, *view.rules})
+    keyed = dict(zip(names, blocks.keys(names), strict=True))
     alike = fold_keyed(keyed.items())
     module_items = fold_keyed(
         (segments, line)
