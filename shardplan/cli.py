@@ -14,10 +14,13 @@ import os
 import sys
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.errors import ArtifactWriteError, MetaError
+
+if TYPE_CHECKING:
+    from shardplan.review.view import PlanView
 
 PROG = "shardplan"
 
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         resume_collector(was_enabled)
 
 
-def _read(path: Path) -> object:
+def _read(path: Path) -> PlanView:
     from shardplan.review.view import read_view
 
     try:
@@ -133,10 +136,9 @@ def _one_line(error: MetaError, path: Path) -> str:
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
     from shardplan.review import page
-    from shardplan.review.view import PlanView, show_text
+    from shardplan.review.view import show_text
 
     view = _read(args.file)
-    assert isinstance(view, PlanView)
     if args.html is not None:
         if args.html.is_dir():
             raise BadInput(f"--html {args.html}: a folder; name the page's file")
@@ -182,20 +184,16 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
         count = len(comparison.changes)
         summary = f"{count} change{'s' if count != 1 else ''}"
         lines.append(
-            f"{summary}; also: {'; '.join(comparison.notes)}" if _noted(comparison) else summary
+            f"{summary}; also: {'; '.join(comparison.notes)}" if comparison.notes else summary
         )
     _write(out, lines)
     return status
 
 
-def _noted(comparison: object) -> bool:
-    notes = getattr(comparison, "notes", [])
-    return any("layout" not in note for note in notes)
-
-
 def _same_bytes(old: Path, new: Path) -> bool:
+    """Whether the two files hold the same bytes (both were just read whole)."""
     try:
-        return old.read_bytes() == new.read_bytes()
+        return old.stat().st_size == new.stat().st_size and old.read_bytes() == new.read_bytes()
     except OSError:
         return False
 

@@ -486,3 +486,5 @@ def test_diff_reads_the_same_without_fork(
     monkeypatch.delattr(os, "fork")
     assert [run(capsys, *case) for case in cases] == forked
     assert [status for status, _, _ in forked] == [1, 1, 2]
+    last = forked[0][1].splitlines()[-1]
+    assert last == "2 changes; also: keys no row owns differ (not part of the plan): signature"

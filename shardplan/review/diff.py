@@ -110,7 +110,7 @@ def compare(old: PlanView, new: PlanView, *, same_bytes: bool = False) -> Compar
             found.changes += _fields(fqn, "rule.", before, after, otexts, ntexts, RULE_CHANGED)
     found.changes += _plan(old.plan, new.plan)
     found.changes.sort(key=lambda c: (natural_key(c.module), c.field, c.name, c.what))
-    found.notes = _notes(old, new, same_bytes)
+    found.notes = _notes(old, new, same_bytes, bool(found.changes))
     return found
 
 
@@ -180,8 +180,9 @@ def _counted(items: list[Any]) -> dict[str, Any]:
     return {compact(item): item for item in items}
 
 
-def _notes(old: PlanView, new: PlanView, same_bytes: bool) -> list[str]:
-    """What differs between the files without changing the plan."""
+def _notes(old: PlanView, new: PlanView, same_bytes: bool, changed: bool) -> list[str]:
+    """What differs between the files without changing the plan; where nothing else does
+    and the plan is the same, that the bytes differ in layout only."""
     if same_bytes:
         return ["the files are identical"]
     notes = []
@@ -194,7 +195,7 @@ def _notes(old: PlanView, new: PlanView, same_bytes: bool) -> list[str]:
         notes.append(f"keys no row owns differ (not part of the plan): {', '.join(other)}")
     if old.rule_order != new.rule_order and set(old.rule_order) == set(new.rule_order):
         notes.append("the injection rules are in another order")
-    if not notes:
+    if not notes and not changed:
         notes.append("the bytes differ only in layout (key order, indentation or spacing)")
     return notes
 
