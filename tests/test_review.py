@@ -472,7 +472,7 @@ def test_diff_reads_the_same_without_fork(
 
     def change(d: dict[str, Any]) -> None:
         d["param_plan"]["lm_head"]["is_boundary"] = False
-        d["param_plan"].pop(sorted(d["param_plan"])[0])
+        d["param_plan"].pop(sorted(d["param_plan"])[-1])
         d["signature"] = "x"
 
     new = edited(tmp_path, DEEPSEEK, "new.json", change)
