@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.review.fold import fold_keyed, name_text, natural_key
-from shardplan.review.view import Blocks, PlanView, compact, mesh_line, plan_items
+from shardplan.review.view import Blocks, PlanView, compact, member_of, mesh_line, plan_lines
 
 # Colours by the kind of placement: replicated grey, shards by dimension, partials warm.
 _COLOURS = {
@@ -63,7 +63,7 @@ def render(view: PlanView) -> str:
     axes = list(view.mesh or ())
     seen: set[str] = set()
     for segments, _ in groups:
-        member = ".".join(s if isinstance(s, str) else str(min(s)) for s in segments)
+        member = member_of(segments)
         cells: list[tuple[str, dict[str, str] | str]] = []
         entry, rule = view.entries.get(member) or {}, view.rules.get(member) or {}
         for prefix, fields in (("", entry), ("rule.", rule)):
@@ -93,7 +93,7 @@ def render(view: PlanView) -> str:
         f"<p>{html.escape(mesh_line(view))}; {len(keyed):,} modules in {len(rows):,} groups</p>",
     ]
     out += _legend(rows)
-    plan = [h + n + t for h, n, t in plan_items(view, texts)]
+    plan = plan_lines(view)
     if plan:
         out.append("<details><summary>plan-level keys</summary><pre>")
         out += [html.escape(line) for line in plan]

@@ -24,7 +24,7 @@ from shardplan.artifact.meta import load_meta
 from shardplan.artifact.shapes import UNSET
 from shardplan.convert.placement_text import PLACEMENT_PATTERN
 from shardplan.errors import MetaError, json_type, key_path
-from shardplan.review.fold import Item, Segments, fold, fold_keyed, name_text, natural_key
+from shardplan.review.fold import Segments, fold_keyed, name_text, natural_key
 from shardplan.staleness import generated_modules
 from shardplan.table.format import MATCH_KEY
 
@@ -198,11 +198,11 @@ def module_lines(view: PlanView, texts: Texts, fqn: str) -> list[tuple[str, str]
     return lines
 
 
-def plan_items(view: PlanView, texts: Texts) -> list[Item]:
+def plan_lines(view: PlanView) -> list[str]:
     """The plan-level lines, then the keys no row owns (``other``), one a key; a long
     value (``frozen_sharded_params``, derived from the entries) by its size and digest."""
     return [
-        (f"{head} {key}: ", "", summary(keys[key]))
+        f"{head} {key}: {summary(keys[key])}"
         for head, keys in ((PLAN, view.plan), ("other", view.other))
         for key in sorted(keys)
     ]
@@ -256,7 +256,7 @@ def show_text(view: PlanView, *, collapse: bool = False) -> str:
     if collapse:
         return "".join(line + "\n" for line in show_lines(view, collapse=True))
     blocks = Blocks(view)
-    head = [mesh_line(view)] + [h + n + t for h, n, t in plan_items(view, blocks.texts)]
+    head = [mesh_line(view), *plan_lines(view)]
     # One join a module: its name before each of its lines.
     names = module_names(view)
     modules = [
@@ -271,30 +271,20 @@ def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
     if not collapse:
         return show_text(view).splitlines()
     blocks = Blocks(view)
-    items = plan_items(view, blocks.texts)
-    lines = [mesh_line(view)]
-    # Plan lines, then other keys, each folded and sorted; then the modules: those alike
-    # folded first (a layer's modules), then each line across the folded modules.
-    for head in (PLAN, "other"):
-        part = fold(i for i in items if i[0].startswith(head))
-        lines += [h + n + t for h, n, t in sorted(part, key=_item_key)]
+    # The modules alike folded first (a layer's modules), then each line across them.
     names = list({*view.entries, *view.rules})
     keyed = dict(zip(names, blocks.keys(names), strict=True))
     alike = fold_keyed(keyed.items())
     module_items = fold_keyed(
         (segments, line)
         for segments, key in alike
-        for line in blocks.of_key(key, _member(segments))
+        for line in blocks.of_key(key, member_of(segments))
     )
     shown = sorted((name_text(segments), line) for segments, line in module_items)
     shown.sort(key=lambda pair: natural_key(pair[0]))
-    return lines + [name + line for name, line in shown]
+    return [mesh_line(view), *plan_lines(view)] + [name + line for name, line in shown]
 
 
-def _member(segments: Segments) -> str:
+def member_of(segments: Segments) -> str:
     """One module a folded name stands for."""
     return ".".join(s if isinstance(s, str) else str(min(s)) for s in segments)
-
-
-def _item_key(item: Item) -> tuple[str, str, str]:
-    return (item[0], natural_key(item[1]), item[2])
