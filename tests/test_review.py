@@ -488,3 +488,13 @@ def test_diff_reads_the_same_without_fork(
     assert [status for status, _, _ in forked] == [1, 1, 2]
     last = forked[0][1].splitlines()[-1]
     assert last == "2 changes; also: keys no row owns differ (not part of the plan): signature"
+
+
+def test_a_page_that_cannot_be_written_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for out in (tmp_path / "no such folder" / "p.html", tmp_path):
+        status, stdout, err = run(capsys, "show", DEEPSEEK, "--html", out)
+        assert (status, stdout) == (2, "")
+        assert err.startswith("shardplan: --html") and err.count("\n") == 1 and str(out) in err
+    assert sorted(tmp_path.iterdir()) == []
