@@ -148,7 +148,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
             raise BadInput(f"--html: {exc}") from None
         print(f"wrote {args.html}: {groups:,} module groups", file=out)
         return ExitStatus.OK
-    _write(out, [show_text(view, collapse=args.collapse).removesuffix("\n")])
+    _write(out, show_text(view, collapse=args.collapse))
     return ExitStatus.OK
 
 
@@ -175,7 +175,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
             "changes": changes,
             "notes": comparison.notes,
         }
-        _write(out, [json.dumps(document, indent=2, ensure_ascii=False)])
+        _write(out, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
         return status
     lines = change_lines(comparison, collapse=args.collapse)
     if status == ExitStatus.OK:
@@ -186,7 +186,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
         lines.append(
             f"{summary}; also: {'; '.join(comparison.notes)}" if comparison.notes else summary
         )
-    _write(out, lines)
+    _write(out, "".join(line + "\n" for line in lines))
     return status
 
 
@@ -198,10 +198,11 @@ def _same_bytes(old: Path, new: Path) -> bool:
         return False
 
 
-def _write(out: TextIO, lines: list[str]) -> None:
-    """Write the lines; a reader that went away (``| head``) is no error."""
+def _write(out: TextIO, text: str) -> None:
+    """Write the text as it is (no copy of a large plan's); a reader that went away
+    (``| head``) is no error."""
     try:
-        out.write("\n".join(lines) + "\n")
+        out.write(text)
         out.flush()
     except BrokenPipeError:
         pass  # run() ends the process without flushing into the closed pipe again
