@@ -52,8 +52,7 @@ def render(view: PlanView) -> str:
     """The page of ``view``."""
     blocks = Blocks(view)
     texts = blocks.texts
-    names = list({*view.entries, *view.rules})
-    keyed = dict(zip(names, blocks.keys(names), strict=True))
+    keyed = blocks.keys()
     groups = sorted(
         fold_keyed(keyed.items()),
         key=lambda group: natural_key(name_text(group[0])),

@@ -99,14 +99,15 @@ def read_pair(old: Path, new: Path) -> tuple[PlanView, PlanView]:
             pipe.write(payload)
         os._exit(0)
     os.close(writer)
+    pipe = os.fdopen(reader, "rb")
     try:
         try:
             new_view: PlanView | UnreadFile = _read(new)
         except UnreadFile as exc:
             new_view = exc
-        with os.fdopen(reader, "rb") as pipe:
-            received = pipe.read()
+        received = pipe.read()
     finally:
+        pipe.close()  # first: a child still writing then ends (EPIPE) instead of waiting
         os.waitpid(pid, 0)
     old_view = _unpacked(received, old)
     if isinstance(new_view, UnreadFile):

@@ -229,17 +229,20 @@ class Blocks:
         self.texts = Texts(view.mesh)
         self._blocks: dict[bytes, tuple[str, ...]] = {}
 
-    def keys(self, fqns: list[str]) -> list[bytes]:
+    def keys(self) -> dict[str, bytes]:
         """Each module's content (entry and rule), as bytes to compare and hash: the entry's
         msgpack bytes, then the rule's (each self-delimiting, so no two pairs read alike);
         JSON bytes for all where msgpack cannot hold a value (an int beyond 64 bits)."""
         entries, rules = self.view.entries, self.view.rules
         try:
             pack = _PACK
-            return [pack(entries.get(f)) + (pack(rules[f]) if f in rules else b"") for f in fqns]
+            keys = dict(zip(entries, map(pack, entries.values()), strict=True))
+            for fqn, rule in rules.items():
+                keys[fqn] = keys.get(fqn, pack(None)) + pack(rule)
+            return keys
         except (OverflowError, msgspec.EncodeError):
             text = _JSON
-            return [b"j" + text((entries.get(f), rules.get(f))) for f in fqns]
+            return {f: b"j" + text((entries.get(f), rules.get(f))) for f in {*entries, *rules}}
 
     def of_key(self, key: bytes, fqn: str) -> tuple[str, ...]:
         """The lines of the content ``key`` (``fqn``: a module holding it)."""
@@ -258,10 +261,10 @@ def show_text(view: PlanView, *, collapse: bool = False) -> str:
     blocks = Blocks(view)
     head = [mesh_line(view), *plan_lines(view)]
     # One join a module: its name before each of its lines.
-    names = module_names(view)
+    keys = blocks.keys()
     modules = [
-        fqn + ("\n" + fqn).join(blocks.of_key(key, fqn)) + "\n"
-        for fqn, key in zip(names, blocks.keys(names), strict=True)
+        fqn + ("\n" + fqn).join(blocks.of_key(keys[fqn], fqn)) + "\n"
+        for fqn in module_names(view)
     ]
     return "".join(line + "\n" for line in head) + "".join(modules)
 
@@ -272,9 +275,7 @@ def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
         return show_text(view).splitlines()
     blocks = Blocks(view)
     # The modules alike folded first (a layer's modules), then each line across them.
-    names = list({*view.entries, *view.rules})
-    keyed = dict(zip(names, blocks.keys(names), strict=True))
-    alike = fold_keyed(keyed.items())
+    alike = fold_keyed(blocks.keys().items())
     module_items = fold_keyed(
         (segments, line)
         for segments, key in alike
