@@ -88,26 +88,26 @@ def read_pair(old: Path, new: Path) -> tuple[PlanView, PlanView]:
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: read old, send it, and end without the parent's cleanup
-        os.close(reader)
         try:
-            payload = _packed(read_view(old))
-        except MetaError as exc:
-            payload = _PACK(["error", exc.path, exc.message])
-        except BaseException:  # noqa: BLE001 - the parent reads the file itself and says why
-            payload = _PACK(["unknown"])
-        with os.fdopen(writer, "wb") as pipe:
-            pipe.write(payload)
-        os._exit(0)
+            os.close(reader)
+            try:
+                payload = _packed(read_view(old))
+            except MetaError as exc:
+                payload = _PACK(["error", exc.path, exc.message])
+            with os.fdopen(writer, "wb") as sink:
+                sink.write(payload)
+        finally:  # whatever happened: the parent reads the file itself if it heard nothing
+            os._exit(0)
     os.close(writer)
-    pipe = os.fdopen(reader, "rb")
+    source = os.fdopen(reader, "rb")
     try:
         try:
             new_view: PlanView | UnreadFile = _read(new)
         except UnreadFile as exc:
             new_view = exc
-        received = pipe.read()
+        received = source.read()
     finally:
-        pipe.close()  # first: a child still writing then ends (EPIPE) instead of waiting
+        source.close()  # first: a child still writing then ends (EPIPE) instead of waiting
         os.waitpid(pid, 0)
     old_view = _unpacked(received, old)
     if isinstance(new_view, UnreadFile):
@@ -128,7 +128,5 @@ def _unpacked(received: bytes, old: Path) -> PlanView:
         return _read(old)
     if message[0] == "error":
         raise UnreadFile(old, MetaError(message[1], message[2]))
-    if message[0] != "view":
-        return _read(old)
     source, mesh, rules, rule_order, plan, other = _DECODE(message[2])
     return PlanView(source, mesh, EncodedEntries(message[1]), rules, rule_order, plan, other)
