@@ -498,3 +498,18 @@ def test_a_page_that_cannot_be_written_is_one_line_and_exit_2(
         assert (status, stdout) == (2, "")
         assert err.startswith("shardplan: --html") and err.count("\n") == 1 and str(out) in err
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_diff_writes_both_sides_of_a_placement_in_one_axis_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    def remesh(d: dict[str, Any]) -> None:
+        d["mesh_dim_names"] = ["tp", "cp"]
+        d["param_plan"]["lm_head"]["params"]["weight"]["tp"] = "R"
+
+    new = edited(tmp_path, DEEPSEEK, "new.json", remesh)
+    out = run(capsys, "diff", DEEPSEEK, new)[1]
+    line = next(x for x in out.splitlines() if x.startswith("lm_head params[weight]"))
+    before, after = line.partition(": placement changed: ")[2].split(" -> ")
+    assert [p.split("=")[0] for p in before.split()] == [p.split("=")[0] for p in after.split()]
+    assert after.startswith("tp=R cp=R")

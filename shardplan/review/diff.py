@@ -90,13 +90,15 @@ def compare(old: PlanView, new: PlanView, *, same_bytes: bool = False) -> Compar
     """The changes from ``old`` to ``new``, and notes on what differs without changing the
     plan (``same_bytes``: the files are byte for byte the same)."""
     found = Comparison()
-    otexts, ntexts = Texts(old.mesh), Texts(new.mesh)
+    # One axis order for both sides, so that a placement reads the same way before and after.
+    axes = [*(new.mesh or ()), *(a for a in old.mesh or () if a not in (new.mesh or ()))]
+    texts = Texts(axes or None)
     for fqn in sorted(old.entries.keys() - new.entries.keys(), key=natural_key):
         found.changes.append(Change(MODULE_REMOVED, fqn, "", "", ABSENT, ABSENT, "", ""))
     for fqn in sorted(new.entries.keys() - old.entries.keys(), key=natural_key):
         found.changes.append(Change(MODULE_ADDED, fqn, "", "", ABSENT, ABSENT, "", ""))
     for fqn in changed_modules(old.entries, new.entries):
-        found.changes += _fields(fqn, "", old.entries[fqn], new.entries[fqn], otexts, ntexts)
+        found.changes += _fields(fqn, "", old.entries[fqn], new.entries[fqn], texts)
     for fqn in old.rules.keys() | new.rules.keys():
         before, after = old.rules.get(fqn), new.rules.get(fqn)
         if before == after:
@@ -107,7 +109,7 @@ def compare(old: PlanView, new: PlanView, *, same_bytes: bool = False) -> Compar
             pair = (ABSENT, value, "", text) if before is None else (value, ABSENT, text, "")
             found.changes.append(Change(what, fqn, "rule", "", *pair))
         else:
-            found.changes += _fields(fqn, "rule.", before, after, otexts, ntexts, RULE_CHANGED)
+            found.changes += _fields(fqn, "rule.", before, after, texts, RULE_CHANGED)
     found.changes += _plan(old.plan, new.plan)
     found.changes.sort(key=lambda c: (natural_key(c.module), c.field, c.name, c.what))
     found.notes = _notes(old, new, same_bytes, bool(found.changes))
@@ -119,8 +121,7 @@ def _fields(
     prefix: str,
     before: dict[str, Any],
     after: dict[str, Any],
-    otexts: Texts,
-    ntexts: Texts,
+    texts: Texts,
     changed: str = FIELD_CHANGED,
 ) -> list[Change]:
     """The changes between two entries (or two rules) of one module, key by key."""
@@ -130,8 +131,8 @@ def _fields(
         if old == new:
             continue
         label = prefix + key
-        otable = otexts.table(old) if old is not ABSENT else None
-        ntable = ntexts.table(new) if new is not ABSENT else None
+        otable = texts.table(old) if old is not ABSENT else None
+        ntable = texts.table(new) if new is not ABSENT else None
         if otable is not None and ntable is not None:
             for name in sorted(otable.keys() | ntable.keys()):
                 was, now = old.get(name, ABSENT), new.get(name, ABSENT)
@@ -146,8 +147,8 @@ def _fields(
                 changes.append(Change(what, fqn, label, name, was, now, *text))
             continue
         what = FIELD_ADDED if old is ABSENT else FIELD_REMOVED if new is ABSENT else changed
-        otext = "" if old is ABSENT else otexts.placement(old) or compact(old)
-        ntext = "" if new is ABSENT else ntexts.placement(new) or compact(new)
+        otext = "" if old is ABSENT else texts.placement(old) or compact(old)
+        ntext = "" if new is ABSENT else texts.placement(new) or compact(new)
         changes.append(Change(what, fqn, label, "", old, new, otext, ntext))
     return changes
 

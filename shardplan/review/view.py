@@ -263,8 +263,7 @@ def show_text(view: PlanView, *, collapse: bool = False) -> str:
     # One join a module: its name before each of its lines.
     keys = blocks.keys()
     modules = [
-        fqn + ("\n" + fqn).join(blocks.of_key(keys[fqn], fqn)) + "\n"
-        for fqn in module_names(view)
+        fqn + ("\n" + fqn).join(blocks.of_key(keys[fqn], fqn)) + "\n" for fqn in module_names(view)
     ]
     return "".join(line + "\n" for line in head) + "".join(modules)
 
