@@ -513,3 +513,17 @@ def test_diff_writes_both_sides_of_a_placement_in_one_axis_order(
     before, after = line.partition(": placement changed: ")[2].split(" -> ")
     assert [p.split("=")[0] for p in before.split()] == [p.split("=")[0] for p in after.split()]
     assert after.startswith("tp=R cp=R")
+
+
+def test_the_lines_docs_artifacts_md_shows_are_shows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from benchmarks.plans import llama_plan
+    from shardplan import write_plan
+    from tests.docblocks import blocks
+
+    (block,) = [b for b in blocks(REPO / "docs" / "artifacts.md") if "shardplan show" in b.marker]
+    path = tmp_path / "codegen_meta.json"
+    write_plan(llama_plan(2), path)
+    shown = run(capsys, "show", path)[1].splitlines()
+    assert set(block.code.splitlines()) <= set(shown)
