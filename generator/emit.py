@@ -89,13 +89,15 @@ def format_source(source: str, name: str, template: str = "") -> str:
     try:
         return _black(source)
     except InvalidInput as exc:
-        # black says "Cannot parse for target version Python 3.11: 241:18: <the line>".
+        # black says "cannot parse for target version Python 3.11: 241:18", then the line,
+        # a caret and the reason ("ParseError: bad input"): the line is named from the source.
         where = str(exc).partition(": ")[2]
         line = where.partition(":")[0]
-        if template and line.isdigit():
+        if template and line.isdigit() and 0 < int(line) <= len(source.splitlines()):
+            reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
             raise GeneratorError(
-                f"{template} rendered invalid Python at line {line}\n  "
-                f"{where.partition(': ')[2].strip()}"
+                f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
+                f"{line} | {source.splitlines()[int(line) - 1].strip()}"
             ) from None
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
@@ -147,8 +149,9 @@ class Drift:
     def __bool__(self) -> bool:
         return bool(self.changed or self.missing or self.orphans or self.foreign)
 
-    def report(self, config: Config) -> str:
-        """The message --check prints after the diff: what differs and the fix."""
+    def report(self, config: Config, breaking: bool = False) -> str:
+        """The message --check prints after the diff: what differs and the fix (``breaking``:
+        the table edit breaks old artifacts, which a plain `make codegen` refuses)."""
         out = config.output_name
         lines = [
             f"{out}/{name} is stale: it differs from what the table and templates give."
@@ -161,7 +164,14 @@ class Drift:
             for name in self.orphans
         ]
         lines += [foreign_line(config, name) for name in self.foreign]
-        if self.changed or self.missing or self.orphans:
+        if (self.changed or self.missing or self.orphans) and breaking:
+            lines.append(
+                f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
+                'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
+                "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
+                f"then commit {out}/."
+            )
+        elif self.changed or self.missing or self.orphans:
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 

@@ -30,11 +30,10 @@ else:  # under the generated package's name here: see shardplan.staleness
 
 # After the check on purpose: these imports are the expensive part.
 import os
-from pathlib import Path
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.artifact.meta import meta_to_bytes
+from shardplan.artifact.meta import file_path, meta_to_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
@@ -66,10 +65,7 @@ def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
     paused = pause_collector()
     try:
         data = _plan_bytes(plan)  # the plan first, then the path: the pair's order of errors
-        check_argument(
-            path, (str, os.PathLike), "a file path (str or os.PathLike)", MetaError, "path"
-        )
-        atomic_write_bytes(Path(path), data)
+        atomic_write_bytes(file_path(path), data)
     finally:
         resume_collector(paused)
 

@@ -204,7 +204,7 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
     ),
     _WRITES: (
         # by their real names (numpy 2.4: memmap is a class, the others dispatchers, all
-        # with __module__ numpy), which an entry "numpy" or "torch" would admit
+        # with __module__ numpy), whatever path or re-export reaches them
         "numpy.memmap",
         "numpy.save",
         "numpy.savez",
