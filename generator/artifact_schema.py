@@ -109,36 +109,14 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
         return f"({types},)" if "," not in types else f"({types})"
 
-    def _rebuild_function(record: str) -> str:
+    def rebuild_function(record: str) -> str:
         """What rebuild calls for ``record``: a derived key's record only checks."""
         return f"rebuild_{record}" if f"rebuild_{record}" in kinds.defined else f"check_{record}"
 
-    def kind_names() -> list[dict[str, str]]:
-        """One row per kind name, as fields.md lists them: what each step calls and says."""
-        found = []
-        for name, kind in sorted(kinds.names.items()):
-            freeze, rebuild = kind.freeze, kind.rebuild
-            absent = f"`{rebuild.absent}`" if rebuild and rebuild.absent else "the field's default"
-            step = rebuild or freeze
-            record = step.record if step else ""
-            found.append(
-                {
-                    "name": name,
-                    "freeze": (
-                        f"`freeze_{freeze.record}`, written {freeze.written}" if freeze else ""
-                    ),
-                    "rebuild": (
-                        f"`{_rebuild_function(rebuild.record)}`, absent: {absent}"
-                        if rebuild
-                        else ""
-                    ),
-                    "shows": kinds.records[record].shows if record in kinds.records else "",
-                }
-            )
-        return found
-
     return {
-        "kind_names": kind_names(),
+        "kind_names": kinds.names,
+        "kind_records": kinds.records,
+        "rebuild_function": rebuild_function,
         "python_types": python_types,
         "schema_id": SCHEMA_ID,
         "placement_pattern": form.module.PLACEMENT_PATTERN,

@@ -319,7 +319,8 @@ class BlockMaker:
 class Blocks:
     """Every row's block of both steps, decided once a run; templates print them."""
 
-    by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock]  # (step, table, row)
+    freezes: dict[tuple[str, str], FreezeBlock]  # by (table, row)
+    rebuilds: dict[tuple[str, str], RebuildBlock]
     # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
     # entry keys write_plan writes live, by the plan-wide check of their values.
     entry_shortcuts: dict[str, tuple[str, str]]
@@ -331,11 +332,11 @@ class Blocks:
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
-        return self.by_row["freeze", table.name, row.name]  # type: ignore[return-value]
+        return self.freezes[table.name, row.name]
 
     def rebuild(self, table: Table, row: Any) -> RebuildBlock:
         """The row's rebuild assignment."""
-        return self.by_row["rebuild", table.name, row.name]  # type: ignore[return-value]
+        return self.rebuilds[table.name, row.name]
 
     def annotation_names(self, table: Table) -> list[str]:
         """The names the annotations of ``table``'s crossing rows use that its class's module
@@ -348,9 +349,8 @@ class Blocks:
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
         """The kinds functions and shapes names the module of ``step`` imports, sorted."""
-        calls = {
-            name for (s, _, _), block in self.by_row.items() if s == step for name in block.calls
-        }
+        blocks = self.freezes if step == "freeze" else self.rebuilds
+        calls = {name for block in blocks.values() for name in block.calls}
         if step == "freeze":
             calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
             calls |= set(self.live_checks)
@@ -375,19 +375,20 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     """Decide every keyed row's block of both steps, and write_plan's shortcuts and checks."""
     words = Words(taken_names(tables))
     maker = BlockMaker(kinds, form, words)
-    by_row: dict[tuple[str, str, str], FreezeBlock | RebuildBlock] = {}
+    freezes: dict[tuple[str, str], FreezeBlock] = {}
+    rebuilds: dict[tuple[str, str], RebuildBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
     optional: set[str] = set()
     for table in tables:
         for row in table.keyed:
-            by_row["freeze", table.name, row.name] = maker.freeze(table, row)
-            by_row["rebuild", table.name, row.name] = maker.rebuild(table, row)
+            freezes[table.name, row.name] = maker.freeze(table, row)
+            rebuilds[table.name, row.name] = maker.rebuild(table, row)
             parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
             if parameter:
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
                     raise GeneratorError(
-                        f"{_label(table, row)}: write_plan's shortcut {live} and another's "
+                        f"{table.label(row)}: write_plan's shortcut {live} and another's "
                         f"both stand for {copy}: give the kinds one write shortcut for it"
                     )
                 checks[check] = (*checks.get(check, ()), row.key)
@@ -395,9 +396,4 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
             top_level = top_level and table.roles[row.group] != DERIVED
             if top_level and table.crossing_of(row).written != "always":
                 optional.add(row.leaf)
-    return Blocks(by_row, shortcuts, checks, frozenset(optional), words)
-
-
-def _label(table: Table, row: Any) -> str:
-    label = "table row" if table.name == "spec" else f"table {table.name!r} row"
-    return f"{label} {table.number(row)} ({row.name})"
+    return Blocks(freezes, rebuilds, shortcuts, checks, frozenset(optional), words)

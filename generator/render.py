@@ -100,6 +100,7 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.globals["templates_folder"] = config.templates_name
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
+    env.globals["kind_names_module"] = config.kinds
     env.globals["kinds_defined"] = kinds.defined
     env.globals.update(schema_globals(kinds, form))
     return env

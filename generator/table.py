@@ -85,9 +85,10 @@ class Table:
         """Every row with a key: crossing and derived rows."""
         return tuple(row for row in self.rows if self.roles[row.group] in (CROSSES, DERIVED))
 
-    def number(self, row: Any) -> int:
-        """The row's 1-based number, as a reviewer counts rows."""
-        return next(n for n, r in enumerate(self.rows, start=1) if r is row)
+    def label(self, row: Any) -> str:
+        """The row as messages name it: its table, its 1-based number and its name."""
+        number = next(n for n, r in enumerate(self.rows, start=1) if r is row)
+        return f"{_row_label(self.name)} {number} ({row.name})"
 
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
@@ -322,6 +323,10 @@ def _bound_names(module: ModuleType, root: Path) -> dict[str, str]:
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
     """Import every configured table."""
     return tuple(load_table(config, table) for table in config.tables)
+
+
+def _row_label(table: str) -> str:
+    return "table row" if table == "spec" else f"table {table!r} row"
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -580,7 +585,7 @@ def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
-    label = f"table {name!r} row" if name != "spec" else "table row"
+    label = _row_label(name)
     retired_name = loaded.config.retired.partition(":")[2]
     for number, raw in enumerate(loaded.rows, start=1):
         _check_row_types(f"{label} {number}", raw)
