@@ -6,8 +6,9 @@ Standard library only: the generator imports this module, and neither it nor the
 guard may pay for torch. A record's functions live in ``FUNCTIONS``, named by the record:
 ``freeze_<record>(value, path)`` (live -> JSON) and ``rebuild_<record>(value, path)``
 (JSON -> live); a derived key's record (freeze computes it) has ``check_<record>`` instead,
-which strict rebuild runs. The generator, the reference and the table lock all read the crossings
-``resolve`` gives; nothing asks a kind name again.
+which strict rebuild runs. The generator, the reference and the table lock all read the
+crossings ``resolve`` gives; nothing asks a kind name again. ``problems`` and
+``law_problem`` say, for the generator, what the records, names and rows fail to hold.
 """
 
 from __future__ import annotations
