@@ -100,10 +100,11 @@ class RebuildBlock:
     calls: tuple[str, ...] = ()
 
 
-def _is_default(w: Words, name: str, absent: str, negated: bool = False) -> str:
-    """The test that ``name`` is the default ``absent`` exactly (equal, and of its type), as
-    freeze's "not default" condition leaves it unwritten; ``negated``, that it is not."""
-    default = ast.literal_eval(absent)
+def _is_default(w: Words, name: str, crossing: Crossing, negated: bool = False) -> str:
+    """The test that ``name`` is the crossing's absent value exactly (equal, and of its
+    type), as freeze's "not default" condition leaves it unwritten; ``negated``, that it is
+    not."""
+    absent, default = crossing.absent, crossing.absent_value()
     if default is None or isinstance(default, bool):
         return f"{name} is {'not ' * negated}{absent}"
     kind = w.spell(type(default).__name__)
@@ -215,7 +216,7 @@ class BlockMaker:
         written = crossing.written
         condition = {"always": "", "truthy": w.value}.get(written, f"{w.value} is not None")
         if written == "not default":
-            condition = _is_default(w, w.value, crossing.absent, negated=True)
+            condition = _is_default(w, w.value, crossing, negated=True)
         otherwise = ""
         if crossing.refuses_none:
             otherwise = f"{w.refuse_none}({where}, absent={crossing.absent})"
@@ -288,7 +289,7 @@ class BlockMaker:
             null, absent_test = f"{w.value} is None", f"{w.value} is {w.UNSET}"
         if crossing.written == "not default" and default != "None":
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
-            default_test = _is_default(w, row.name, default)
+            default_test = _is_default(w, row.name, crossing)
         call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
         shortcut = crossing.rebuild_record.rebuild_shortcut
         types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
