@@ -8,6 +8,7 @@ torch); the runs are real processes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shardplan.examples import demo
+from shardplan.examples import demo, ranks
 from tests.helpers import REPO, run_in
 
 
@@ -107,11 +108,11 @@ def test_a_bad_argument_exits_2_with_one_line_before_anything_starts(
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    for name in demo.TORCHRUN_ENV:
+    for name in ranks.TORCHRUN_ENV:
         monkeypatch.delenv(name, raising=False)
     started = []
     monkeypatch.setattr(demo, "prepare", lambda *a: started.append(a))
-    monkeypatch.setattr(demo.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(ranks.subprocess, "Popen", lambda *a, **k: started.append(a))
     try:
         status = demo.main([a.format(file=file) for a in args])
     except SystemExit as exc:  # argparse's own refusals (a value that is not an int)
@@ -125,7 +126,7 @@ def test_a_bad_argument_exits_2_with_one_line_before_anything_starts(
 def test_ranks_under_torchrun_are_torchruns(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name, value in zip(demo.TORCHRUN_ENV, ("0", "4", "127.0.0.1", "29500"), strict=True):
+    for name, value in zip(ranks.TORCHRUN_ENV, ("0", "4", "127.0.0.1", "29500"), strict=True):
         monkeypatch.setenv(name, value)
     assert demo.main(["--artifact", "a.json", "--ranks", "2"]) == 2
     assert "set --nproc-per-node, not --ranks" in capsys.readouterr().err
@@ -155,11 +156,11 @@ def test_the_demos_folder_is_removed_when_the_run_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.delenv(demo.INDUCTOR_CACHE, raising=False)
-    with pytest.raises(RuntimeError), demo.folder(None) as here:
-        assert here.parent == tmp_path and here.name.startswith(demo.TEMP_PREFIX)
+    monkeypatch.delenv(ranks.INDUCTOR_CACHE, raising=False)
+    with pytest.raises(RuntimeError), ranks.folder(None) as here:
+        assert here.parent == tmp_path and here.name.startswith(ranks.TEMP_PREFIX)
         (here / "codegen_meta.json").write_text(json.dumps({}))
-        assert demo.os.environ[demo.INDUCTOR_CACHE].startswith(str(here))
+        assert os.environ[ranks.INDUCTOR_CACHE].startswith(str(here))
         raise RuntimeError("a rank failed")
     assert list(tmp_path.iterdir()) == []
-    assert demo.INDUCTOR_CACHE not in demo.os.environ
+    assert ranks.INDUCTOR_CACHE not in os.environ

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from shardplan.examples.ranks import folder, free_port, run_ranks
+
 FORWARD_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4
 REFERENCE_FILE = "reference.pt"
@@ -236,8 +238,6 @@ def torchrun_rank(cases: list[Case], out: Path | None, timeout: float) -> int:
     rank 0 reports. Every rank exits with the same status (2: does not fit, nothing run)."""
     import torch.distributed as dist
 
-    from shardplan.examples.demo import folder
-
     start = time.perf_counter()
     dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -271,7 +271,6 @@ def torchrun_rank(cases: list[Case], out: Path | None, timeout: float) -> int:
 
 def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
     """Check, prepare, run the ranks, report. Returns the exit status (0, 1, or 2: no fit)."""
-    from shardplan.examples.demo import run_ranks
 
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -285,7 +284,7 @@ def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
         f"plan fits: mesh ({', '.join(f'{k}={v}' for k, v in shape.items())}) on {ranks} gloo "
         "processes; reference: one process"
     )
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(out)]
     command += ["--port", str(port), "--world", str(ranks), "--artifact-rank"]
@@ -298,11 +297,3 @@ def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
         return 1
     per_rank = [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
     return summary(cases, per_rank, start)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

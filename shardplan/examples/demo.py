@@ -18,57 +18,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
+
+from shardplan.examples.ranks import (
+    folder,
+    free_port,
+    run_ranks,
+    under_torchrun,
+)
 
 WORLD_SIZE = 2
 ARTIFACT = "codegen_meta.json"
 MODEL_FILE = "model.pt"
 TOLERANCE = 1e-5
 DEFAULT_RANKS = 4  # for --artifact: a (cp=2, tp=2) mesh for the shared fixture
-TEMP_PREFIX = "specgen-demo-"
-INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
-# What torchrun (and other launchers of torch.distributed) set for each rank.
-TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def under_torchrun() -> bool:
-    """Whether this process is a rank a launcher started (torchrun's environment)."""
-    return all(name in os.environ for name in TORCHRUN_ENV)
-
-
-@contextmanager
-def folder(out: Path | None) -> Iterator[Path]:
-    """``out`` (created if missing), or a new temporary folder removed when the run ends,
-    whether it succeeded or not, with torch's compile cache in it."""
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        yield out
-        return
-    with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX) as temporary:
-        # torch keeps a compile cache in TMPDIR (torchinductor_<user>), made when a rank
-        # shards: kept in the folder too, so the run leaves nothing behind.
-        cache = os.environ.setdefault(INDUCTOR_CACHE, str(Path(temporary) / "torchinductor"))
-        try:
-            yield Path(temporary)
-        finally:
-            if os.environ.get(INDUCTOR_CACHE) == cache and cache.startswith(temporary):
-                del os.environ[INDUCTOR_CACHE]
 
 
 def prepare(out: Path, layers: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -206,7 +174,7 @@ def run(out: Path | None, layers: int, timeout: float) -> int:
         facts, saved = prepare(here, layers)
         torch.save(saved, here / MODEL_FILE)
         _print_prepared(facts, layers, here / ARTIFACT, out is not None)
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(here)]
         command += ["--port", str(port), "--rank"]
@@ -225,22 +193,6 @@ def run(out: Path | None, layers: int, timeout: float) -> int:
             json.loads((here / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)
         ]
         return report(results, start)
-
-
-def run_ranks(commands: list[list[str]], env: dict[str, str], timeout: float) -> list[int] | str:
-    """Run the rank processes; returns their exit statuses, or why they were stopped. Every
-    process has ended when it returns: none outlives the folder it works in."""
-    procs = [subprocess.Popen(command, env=env) for command in commands]
-    deadline = time.monotonic() + timeout
-    try:
-        return [p.wait(timeout=max(0.1, deadline - time.monotonic())) for p in procs]
-    except subprocess.TimeoutExpired:
-        return f"the ranks did not finish within {timeout:g} s; stopped them"
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 def torchrun_rank(out: Path | None, layers: int, timeout: float) -> int:
