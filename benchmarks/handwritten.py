@@ -30,6 +30,7 @@ from shardplan.artifact.shapes import UNSET
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.kinds import (
     admit,
+    check_sharded_params,
     common_frozen_strings,
     common_frozen_table,
     common_parsed_table,
@@ -55,7 +56,6 @@ from shardplan.convert.kinds import (
     rebuild_pairs,
     rebuild_placements,
     rebuild_scalar,
-    rebuild_sharded_params,
     refuse_none,
 )
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
@@ -152,7 +152,7 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
         if type(v) is bool:
             entry["is_boundary"] = v
         elif v is None:
-            refuse_none(True, module_path(fqn) + ".is_boundary")
+            refuse_none(module_path(fqn) + ".is_boundary", absent=True)
         else:
             where = module_path(fqn) + ".is_boundary"
             entry["is_boundary"] = admit(rebuild_bool, freeze_scalar(v, where), where)
@@ -406,5 +406,5 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         spec._deferred_bias_params = deferred
         modules[fqn] = spec
     if strict:
-        rebuild_sharded_params(meta.frozen_sharded_params, "frozen_sharded_params", meta.param_plan)
+        check_sharded_params(meta.frozen_sharded_params, "frozen_sharded_params", meta.param_plan)
     return plan

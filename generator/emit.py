@@ -45,9 +45,10 @@ def check_formatter(config: Config) -> None:
         )
 
 
-def inputs_digest(table: Tables, config: Config) -> str:
-    """sha256 over everything the output depends on: tables, templates, the kinds and format
-    modules' source, the generator's version and code, black's version."""
+def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
+    """sha256 over everything the output depends on: tables, templates, the kinds module's,
+    its functions' and the format module's source, the generator's version and code, black's
+    version."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -58,9 +59,10 @@ def inputs_digest(table: Tables, config: Config) -> str:
             [p.relative_to(config.templates).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()]
             for p in templates
         ],
-        "kinds": hashlib.sha256(
-            (config.root / (config.kinds.replace(".", "/") + ".py")).read_bytes()
-        ).hexdigest(),
+        "kinds": [
+            hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in (config.root / (config.kinds.replace(".", "/") + ".py"), functions)
+        ],
         "format": hashlib.sha256(
             (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
         ).hexdigest(),
@@ -107,7 +109,8 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
     lines = [
         f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
-        f"table sha256: {table.digest}",
+        f"tables sha256: {table.digest} (over the {' and '.join(t.name for t in table)} "
+        "tables' own digests)",
         f"inputs sha256: {digest}",
     ]
     if name.endswith(".json"):
@@ -119,9 +122,12 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
     return "".join(f"# {line}\n" for line in lines) + body
 
 
-def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dict[str, str]:
-    """Format (black for Python) and stamp every rendered source."""
-    digest = inputs_digest(table, config)
+def build_outputs(
+    sources: dict[str, str], table: Tables, config: Config, functions: Path
+) -> dict[str, str]:
+    """Format (black for Python) and stamp every rendered source (``functions``: the kinds'
+    functions module, an input of the digest)."""
+    digest = inputs_digest(table, config, functions)
     outputs: dict[str, str] = {}
     for name, source in sources.items():
         if name.endswith(".py"):

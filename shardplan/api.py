@@ -45,11 +45,11 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     """Freeze a live plan into a CodegenMeta (entries, rules and plan-level settings).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         return _freeze_plan(plan)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
@@ -62,12 +62,12 @@ def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
     the format's) takes ``freeze_plan`` and ``dump_meta``'s own path, so every error is
     theirs: a FreezeError or MetaError naming the place, nothing written. Automatic
     garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         data = _plan_bytes(plan)  # the plan first, then the path: the pair's order of errors
         atomic_write_bytes(file_path(path), data)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def _plan_bytes(plan: ShardingPlan) -> bytes:
@@ -108,11 +108,11 @@ def rebuild_plan(
     are admitted only under ``allow_targets`` (rebuild_live_plan_from_meta).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         return rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 __all__ = [

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return demo.main(args_list[1:], prog=f"{PROG} demo")
     # A command reads a whole artifact and keeps all of it: no collection would free
     # anything, and each would walk it (shardplan.collector).
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         args = _parser().parse_args(args_list)
         if args.command is None:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return ExitStatus.BAD_INPUT
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def _read(path: Path) -> PlanView:

@@ -211,7 +211,7 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
     ``MAX_FILE_BYTES`` at the time of the call); a FIFO, a device, a socket or a folder is
     refused without being opened for reading, a larger file before it is read.
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
         file = file_path(path)
         given = max_bytes is not None
@@ -224,7 +224,7 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
             )
         return _load_meta(file, max_bytes, given)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def file_path(path: object) -> Path:
@@ -338,13 +338,13 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
         file = file_path(path)
         atomic_write_bytes(file, meta_to_bytes(meta))
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 __all__ = [
