@@ -230,7 +230,9 @@ def gloo_mesh() -> Iterator[Any]:
 
 
 def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
-    """The example plan's artifact, as a document, with one more injection rule."""
+    """The example plan's artifact, as a document, with ``rule``'s keys on its module: in
+    the rule the artifact has for it, if it has one (a table may write a rule for every
+    module), else in a new one."""
     import shardplan
     from shardplan.artifact.meta import meta_to_json
     from shardplan.examples.llama import LlamaConfig
@@ -239,7 +241,12 @@ def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(
         meta_to_json(shardplan.freeze_plan(tensor_parallel_plan(LlamaConfig(n_layers=1))))
     )
-    document["injections"] = [*document.get("injections", []), rule]
+    rules = document.setdefault("injections", [])
+    same = [existing for existing in rules if existing["match"] == rule["match"]]
+    if same:
+        same[0].update(rule)
+    else:
+        rules.append(rule)
     return document
 
 
