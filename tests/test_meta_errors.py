@@ -208,3 +208,24 @@ def test_check_entry_builds_the_entry_s_path_only_when_it_raises(
     with pytest.raises(MetaError) as caught:
         plan_meta.check_entry({"params": {}, "junk": 1}, "m", ("params",), True)
     assert caught.value.path == 'param_plan["m"].junk' and built == ["m"]
+
+
+def test_rules_of_a_dict_or_str_subclass_built_in_python_are_indexed_as_before() -> None:
+    """index_rules' accepting path tests exact types; a subclass takes the checking path,
+    which accepts it as isinstance did."""
+    from shardplan.artifact.meta import CodegenMeta
+    from shardplan.artifact.plan_meta import index_rules
+
+    class Rule(dict):  # type: ignore[type-arg]
+        pass
+
+    class Name(str):
+        pass
+
+    first, second = Rule(match="m", ep_size=2), {"match": Name("n"), "ep_size": 2}
+    meta = CodegenMeta(param_plan={"m": {}, "n": {}}, injections=[first, second])
+    assert index_rules(meta, ("ep_size",), True) == {"m": (0, first), "n": (1, second)}
+    meta.injections.append(Rule(match=Name("n")))
+    with pytest.raises(MetaError, match="a second rule for 'n'; the first is injections.1.") as e:
+        index_rules(meta, ("ep_size",), True)
+    assert e.value.path == "injections[2].match"
