@@ -34,7 +34,6 @@ from shardplan.convert.kinds import (
     admit,
     common_frozen_strings,
     common_frozen_table,
-    common_parsed_table,
     freeze_bool,
     freeze_handler_map,
     freeze_injected,
@@ -375,13 +374,93 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
                     if any(text != "R" for text in named.values()):
                         shard(prefix + name)
         v = get("in_src")
-        in_src = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "in_src")
+        if v is None:
+            in_src = None
+        else:
+            in_src = {} if type(v) is dict else None
+            if in_src is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        in_src = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            in_src = None
+                            break
+                        placed[axis] = placement
+                    if in_src is None:
+                        break
+                    in_src[name] = placed
+            if not in_src:  # not of the common form, or empty: the kind decides
+                in_src = _parsed(v, fqn, "in_src")
         v = get("in_dst")
-        in_dst = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "in_dst")
+        if v is None:
+            in_dst = None
+        else:
+            in_dst = {} if type(v) is dict else None
+            if in_dst is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        in_dst = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            in_dst = None
+                            break
+                        placed[axis] = placement
+                    if in_dst is None:
+                        break
+                    in_dst[name] = placed
+            if not in_dst:  # not of the common form, or empty: the kind decides
+                in_dst = _parsed(v, fqn, "in_dst")
         v = get("out_src")
-        out_src = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "out_src")
+        if v is None:
+            out_src = None
+        else:
+            out_src = {} if type(v) is dict else None
+            if out_src is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        out_src = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            out_src = None
+                            break
+                        placed[axis] = placement
+                    if out_src is None:
+                        break
+                    out_src[name] = placed
+            if not out_src:  # not of the common form, or empty: the kind decides
+                out_src = _parsed(v, fqn, "out_src")
         v = get("out_dst")
-        out_dst = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "out_dst")
+        if v is None:
+            out_dst = None
+        else:
+            out_dst = {} if type(v) is dict else None
+            if out_dst is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        out_dst = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            out_dst = None
+                            break
+                        placed[axis] = placement
+                    if out_dst is None:
+                        break
+                    out_dst[name] = placed
+            if not out_dst:  # not of the common form, or empty: the kind decides
+                out_dst = _parsed(v, fqn, "out_dst")
         v = get("out_names")
         if type(v) is list and v and all(type(item) is str for item in v):
             out_names = v[:]
