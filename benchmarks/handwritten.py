@@ -32,6 +32,7 @@ from shardplan.artifact.shapes import UNSET
 from shardplan.convert.json_values import frozen_strings
 from shardplan.convert.kinds import (
     admit,
+    check_sharded_params,
     common_frozen_strings,
     common_frozen_table,
     freeze_bool,
@@ -55,7 +56,6 @@ from shardplan.convert.kinds import (
     rebuild_pairs,
     rebuild_placements,
     rebuild_scalar,
-    rebuild_sharded_params,
     refuse_falsy,
     refuse_none,
     refuse_null,
@@ -155,7 +155,7 @@ def freeze_param_plan(plan: ShardingPlan) -> dict[str, dict[str, Any]]:
         if type(v) is bool:
             entry["is_boundary"] = v
         elif v is None:
-            refuse_none(True, module_path(fqn) + ".is_boundary")
+            refuse_none(module_path(fqn) + ".is_boundary", absent=True)
         else:
             where = module_path(fqn) + ".is_boundary"
             entry["is_boundary"] = admit(rebuild_bool, freeze_scalar(v, where), where)
@@ -267,9 +267,9 @@ def _plan(
     dims = _held(meta.parallel_dims, {})
     if strict:  # null where freeze always writes a value
         if meta.special_handlers is None:
-            refuse_null({}, "special_handlers")
+            refuse_null("special_handlers", absent={})
         if meta.tied_pairs is None:
-            refuse_null([], "tied_pairs")
+            refuse_null("tied_pairs", absent=[])
     mesh = _held(meta.mesh_dim_names, None)
     special_handlers = rebuild_handler_map(_held(meta.special_handlers, {}), "special_handlers")
     mesh_dim_names = None if mesh is None else rebuild_name_tuple(mesh, "mesh_dim_names")
@@ -278,7 +278,7 @@ def _plan(
     for key, absent in (("sequence_parallel", True), ("loss_parallel", False)):
         v = dims.get(key, UNSET)
         if v is None and strict:
-            refuse_null(absent, f"parallel_dims.{key}")
+            refuse_null(f"parallel_dims.{key}", absent=absent)
         if type(v) is bool:
             flags.append(v)
         elif v is None or v is UNSET:
@@ -290,7 +290,7 @@ def _plan(
         sharded.sort()
         if type(listed) is not list or listed != sharded:
             # Stale or of another type: the kind says which, naming the first missing one.
-            rebuild_sharded_params(listed, "frozen_sharded_params", meta.param_plan)
+            check_sharded_params(listed, "frozen_sharded_params", meta.param_plan)
     return ShardingPlan(
         modules=modules,
         special_handlers=special_handlers,

@@ -7,7 +7,9 @@
    and msgspec to read.
 3. Freeze and rebuild alone, collector off: generated vs the table-driven reference vs
    the fastest hand-written version (the generated code's bound: 1.10x).
-4. With --huge, about 500k modules: load + rebuild time and peak RSS, each in a fresh
+4. benchmarks/review.py: `shardplan show` and `diff` on the 100,003-module plan, fresh
+   processes, against a process that only loads the artifact.
+5. With --huge, about 500k modules: load + rebuild time and peak RSS, each in a fresh
    process; with --before REV as well, the same run on the tree at REV (a git worktree).
 
 Every implementation is timed in the same process, interleaved round by round after a
@@ -35,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import codec_choice, handwritten, paths
+from benchmarks import codec_choice, handwritten, paths, review
 from benchmarks.plans import TRUSTED_TARGETS, llama_plan
 from shardplan import api, reference
 from shardplan.artifact.meta import dump_meta, meta_from_json, meta_to_json
@@ -253,6 +255,9 @@ def main() -> None:
         results["codecs"] = codec_choice.run(artifact)
         print()
         codec_choice.report(results["codecs"])
+        results["review"] = review.run(artifact)
+        print()
+        review.report(results["review"])
         if args.huge:
             results["huge"] = bench_huge(Path(folder), args.before)
             report_huge(results["huge"])
@@ -381,6 +386,7 @@ def results_page(results: dict[str, Any], *, huge: bool) -> str:
             lines.append(
                 f"| {step} | {variant} | {r['seconds'] * 1e3:.1f} | {r['peak_mib']:.1f} | {same} |"
             )
+    lines += review.page_lines(results["review"])
     if huge:
         h = results["huge"]
         lines += [

@@ -156,7 +156,7 @@ def _run_command(
         drift = compare(config, generated.files)
         sys.stdout.write(drift.diff)
         if command == "check" and drift:
-            print(drift.report(config), file=sys.stderr)
+            print(drift.report(config, bool(generated.changes.breaking)), file=sys.stderr)
             if whose:
                 print(whose, file=sys.stderr)
             return ExitStatus.DRIFT

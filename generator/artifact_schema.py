@@ -3,10 +3,13 @@ rows, each rebuild record's schema fragment, the format's grammars. No torch."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .kinds import KindFacts
 from .table import DERIVED, Format, Table
+
+if TYPE_CHECKING:
+    from shardplan.table.kinds import Crossing
 
 SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"
 # JSON Schema's type names -> the exact Python types json.loads gives for them.
@@ -38,8 +41,9 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
 
     def fragment(table: Table, row: Any) -> dict[str, Any]:
         """The JSON Schema strict rebuild accepts for the row's key, null too where it reads one."""
-        schema = dict(kinds.rebuild_record(row.rebuild)["schema"])
-        if table.presence(row).writes_null or table.roles[row.group] == DERIVED:
+        crossing = table.crossing_of(row)
+        schema = dict(crossing.rebuild_record.schema)
+        if crossing.writes_null or table.roles[row.group] == DERIVED:
             found = schema.get("type")
             if isinstance(found, str):
                 schema["type"] = [found, "null"]
@@ -52,11 +56,11 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
     def row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> dict[str, Any]:
         """A key's schema; no falsy value where freeze writes the key only when truthy."""
         found = _property(key, doc, fragment(table, row), **more)
-        presence = table.presence(row)
-        if presence.written == "truthy":
+        crossing = table.crossing_of(row)
+        if crossing.written == "truthy":
             found = {**found, "allOf": [_FALSY]}
-        elif presence.written == "not default" and presence.absent != "None":
-            found = {**found, "allOf": [{"not": {"const": presence.absent_value()}}]}
+        elif crossing.written == "not default" and crossing.absent != "None":
+            found = {**found, "allOf": [{"not": {"const": crossing.absent_value()}}]}
         return found
 
     def properties(table: Table, group: str) -> dict[str, Any]:
@@ -89,10 +93,10 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         props |= {gone.leaf: _retired(gone) for gone in table.retired if gone.within == container}
         return props
 
-    def python_types(kind: str, none_too: bool = False) -> str:
+    def python_types(crossing: Crossing, none_too: bool = False) -> str:
         """The exact Python types (a tuple expression; null too with ``none_too``) CodegenMeta
-        admits for a top-level value of rebuild kind ``kind``; "" where no JSON type is named."""
-        schema = kinds.rebuild_record(kind)["schema"]
+        admits for a top-level value of the row's crossing; "" where no JSON type is named."""
+        schema = crossing.rebuild_record.schema
         alternatives = schema.get("anyOf", [schema])
         if not all("type" in alternative for alternative in alternatives):
             return ""
@@ -105,35 +109,18 @@ def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
         types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
         return f"({types},)" if "," not in types else f"({types})"
 
-    def kind_names() -> list[dict[str, str]]:
-        """One row per kind name, as fields.md lists them: what each step calls and says."""
-        found = []
-        for name, steps in sorted(kinds.names.items()):
-            freeze, rebuild = steps.get("freeze"), steps.get("rebuild")
-            record = (rebuild or freeze or ("", ""))[0]
-            found.append(
-                {
-                    "name": name,
-                    "freeze": f"`freeze_{freeze[0]}`, written {freeze[1]}" if freeze else "",
-                    "rebuild": (
-                        f"`rebuild_{rebuild[0]}`, absent: "
-                        + (f"`{rebuild[1]}`" if rebuild[1] else "the field's default")
-                        if rebuild
-                        else ""
-                    ),
-                    "shows": kinds.records[record]["shows"] if record in kinds.records else "",
-                }
-            )
-        return found
+    def rebuild_function(record: str) -> str:
+        """What rebuild calls for ``record``: a derived key's record only checks."""
+        return f"rebuild_{record}" if f"rebuild_{record}" in kinds.defined else f"check_{record}"
 
     return {
-        "kind_names": kind_names(),
+        "kind_names": kinds.names,
+        "kind_records": kinds.records,
+        "rebuild_function": rebuild_function,
         "python_types": python_types,
         "schema_id": SCHEMA_ID,
         "placement_pattern": form.module.PLACEMENT_PATTERN,
         "target_pattern": f"^{form.module.DOTTED_PATH_PATTERN}$",
-        "kind_shows": lambda kind: kinds.rebuild_record(kind)["shows"],
-        "held_as": lambda kind: kinds.rebuild_record(kind)["held_as"],
         "schema_properties": properties,
         "nested_properties": nested_properties,
     }

@@ -45,9 +45,10 @@ def check_formatter(config: Config) -> None:
         )
 
 
-def inputs_digest(table: Tables, config: Config) -> str:
-    """sha256 over everything the output depends on: tables, templates, the kinds and format
-    modules' source, the generator's version and code, black's version."""
+def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
+    """sha256 over everything the output depends on: tables, templates, the kinds module's,
+    its functions' and the format module's source, the generator's version and code, black's
+    version."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = sorted(
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -58,9 +59,10 @@ def inputs_digest(table: Tables, config: Config) -> str:
             [p.relative_to(config.templates).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()]
             for p in templates
         ],
-        "kinds": hashlib.sha256(
-            (config.root / (config.kinds.replace(".", "/") + ".py")).read_bytes()
-        ).hexdigest(),
+        "kinds": [
+            hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in (config.root / (config.kinds.replace(".", "/") + ".py"), functions)
+        ],
         "format": hashlib.sha256(
             (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
         ).hexdigest(),
@@ -87,13 +89,15 @@ def format_source(source: str, name: str, template: str = "") -> str:
     try:
         return _black(source)
     except InvalidInput as exc:
-        # black says "Cannot parse for target version Python 3.11: 241:18: <the line>".
+        # black says "cannot parse for target version Python 3.11: 241:18", then the line,
+        # a caret and the reason ("ParseError: bad input"): the line is named from the source.
         where = str(exc).partition(": ")[2]
         line = where.partition(":")[0]
-        if template and line.isdigit():
+        if template and line.isdigit() and 0 < int(line) <= len(source.splitlines()):
+            reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
             raise GeneratorError(
-                f"{template} rendered invalid Python at line {line}\n  "
-                f"{where.partition(': ')[2].strip()}"
+                f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
+                f"{line} | {source.splitlines()[int(line) - 1].strip()}"
             ) from None
         raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
 
@@ -105,7 +109,8 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
     lines = [
         f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
-        f"table sha256: {table.digest}",
+        f"tables sha256: {table.digest} (over the {' and '.join(t.name for t in table)} "
+        "tables' own digests)",
         f"inputs sha256: {digest}",
     ]
     if name.endswith(".json"):
@@ -117,9 +122,12 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
     return "".join(f"# {line}\n" for line in lines) + body
 
 
-def build_outputs(sources: dict[str, str], table: Tables, config: Config) -> dict[str, str]:
-    """Format (black for Python) and stamp every rendered source."""
-    digest = inputs_digest(table, config)
+def build_outputs(
+    sources: dict[str, str], table: Tables, config: Config, functions: Path
+) -> dict[str, str]:
+    """Format (black for Python) and stamp every rendered source (``functions``: the kinds'
+    functions module, an input of the digest)."""
+    digest = inputs_digest(table, config, functions)
     outputs: dict[str, str] = {}
     for name, source in sources.items():
         if name.endswith(".py"):
@@ -141,8 +149,9 @@ class Drift:
     def __bool__(self) -> bool:
         return bool(self.changed or self.missing or self.orphans or self.foreign)
 
-    def report(self, config: Config) -> str:
-        """The message --check prints after the diff: what differs and the fix."""
+    def report(self, config: Config, breaking: bool = False) -> str:
+        """The message --check prints after the diff: what differs and the fix (``breaking``:
+        the table edit breaks old artifacts, which a plain `make codegen` refuses)."""
         out = config.output_name
         lines = [
             f"{out}/{name} is stale: it differs from what the table and templates give."
@@ -155,7 +164,14 @@ class Drift:
             for name in self.orphans
         ]
         lines += [foreign_line(config, name) for name in self.foreign]
-        if self.changed or self.missing or self.orphans:
+        if (self.changed or self.missing or self.orphans) and breaking:
+            lines.append(
+                f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
+                'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
+                "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
+                f"then commit {out}/."
+            )
+        elif self.changed or self.missing or self.orphans:
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 

@@ -4,7 +4,9 @@ anything is written. A lock that cannot be read is never "no lock"."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from .config import Config
@@ -24,8 +26,24 @@ from .lockfile import (
 )
 from .table import Table, Tables
 
-COMPATIBLE, BYTES, BREAKING = "compatible", "changes the bytes freeze writes", "breaking"
-# A row's field, the class of a change to it, and what the change means.
+
+class Effect(Enum):
+    """What a table edit does to artifacts written before it; the value names the list of
+    ``Changes`` that holds such an edit."""
+
+    BREAKING = "breaking"
+    BYTES = "bytes"
+    COMPATIBLE = "compatible"
+
+    @property
+    def title(self) -> str:
+        """How the command line heads the edits of this effect."""
+        return "changes the bytes freeze writes" if self is Effect.BYTES else self.value
+
+
+BREAKING, BYTES, COMPATIBLE = Effect.BREAKING, Effect.BYTES, Effect.COMPATIBLE
+# A row's field, the effect of a change to it, and what the change means.
+# fmt: off
 ROW_CHANGES = (
     ("group", BREAKING, "moved from {old} to {new}: old artifacts hold it in the other place"),
     ("rebuild", BREAKING, "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
@@ -35,7 +53,8 @@ ROW_CHANGES = (
     ("freeze", BYTES, "freeze kind {old} -> {new}"),
     ("written", BYTES, "now written when {new}, was {old}"),
     ("name", COMPATIBLE, "spec attribute {old} -> {new}"),
-)  # fmt: skip
+)
+# fmt: on
 
 
 @dataclass
@@ -49,16 +68,21 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.compatible or self.bytes or self.breaking)
 
+    def add(self, effect: Effect, text: str) -> None:
+        """Record one edit under its effect."""
+        getattr(self, effect.value).append(text)
+
     def report(self) -> str:
-        """Every change under its class, for the command line."""
-        classes = ((BREAKING, self.breaking), (BYTES, self.bytes), (COMPATIBLE, self.compatible))
-        return "\n".join(f"  {title}: {item}" for title, items in classes for item in items)
+        """Every change under its effect, for the command line."""
+        return "\n".join(
+            f"  {effect.title}: {item}" for effect in Effect for item in getattr(self, effect.value)
+        )
 
 
 def _row(table: Table, row: Any) -> dict[str, Any]:
     """What a row means to artifacts: never its kind names (a synonym is no change)."""
-    presence, record = table.presence(row), table.record
-    meaning = (record(row, "freeze"), presence.written, record(row, "rebuild"), presence.absent)
+    crossing = table.crossing_of(row)
+    meaning = (crossing.freeze, str(crossing.written), crossing.rebuild, crossing.absent)
     values = (row.name, row.key, row.group, *meaning)
     return {**dict(zip(ROW_FIELDS, values, strict=True)), "aliases": list(row.aliases)}
 
@@ -79,58 +103,89 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
     """Classify every edit from ``lock`` (the tables as last generated) to ``tables``."""
     changes = Changes()
     for table in tables:
-        _classify(lock["tables"].get(table.name, {"rows": [], "retired": []}), table, changes)
+        locked = lock["tables"].get(table.name, {"rows": [], "retired": []})
+        old = {row["key"]: row for row in locked["rows"]}
+        new = {row["key"]: row for row in (_row(table, r) for r in table.keyed)}
+        retired = {(gone.key, gone.group) for gone in table.retired}
+        for effect, text in [
+            *_row_edits(old, new, retired),
+            *_retirements(
+                {(gone["key"], gone["group"]) for gone in locked["retired"]}, retired, new
+            ),
+            *_reorders(old, new),
+        ]:
+            changes.add(effect, f"{table.name} table: {text}")
     return changes
 
 
-def _classify(lock: dict[str, Any], table: Table, changes: Changes) -> None:
-    def add(kind: str, text: str) -> None:
-        getattr(changes, {BYTES: "bytes"}.get(kind, kind)).append(f"{table.name} table: {text}")
+Edit = tuple[Effect, str]
 
-    old = {row["key"]: row for row in lock["rows"]}
-    new = {row["key"]: row for row in (_row(table, r) for r in table.keyed)}
+
+def _row_edits(
+    old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]]
+) -> Iterator[Edit]:
+    """The edits to the rows, by key: changed, renamed, removed, added; aliases too."""
     aliases = {alias: row for row in new.values() for alias in row["aliases"]}
-    old_retired = {(gone["key"], gone["group"]) for gone in lock["retired"]}
-    retired = {(gone.key, gone.group) for gone in table.retired}
     for key, was in old.items():
         now = new.get(key)
         if now is not None:
-            for name, kind, text in ROW_CHANGES:
+            for name, effect, text in ROW_CHANGES:
                 if was[name] != now[name]:
-                    add(kind, f"key {key!r}: " + text.format(old=was[name], new=now[name]))
-            for alias in (alias for alias in was["aliases"] if alias not in now["aliases"]):
-                add(BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding "
-                    f"{alias!r} no longer load")  # fmt: skip
+                    yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
+            for alias in was["aliases"]:
+                if alias not in now["aliases"]:
+                    yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
         elif key in aliases:
-            add(BYTES, f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads "
-                f"{key!r} (an alias), freeze now writes the new key")  # fmt: skip
+            yield BYTES, (
+                f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
+                "(an alias), freeze now writes the new key"
+            )
         elif (key, was["group"]) not in retired:
             renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
-            add(BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts "
-                f"holding {key!r} no longer load" if renamed else f"key {key!r} "
-                f"({was['name']}) removed without retiring it: artifacts holding it no "
-                "longer load")  # fmt: skip
+            if renamed:
+                yield BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
+            else:
+                yield BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
     for key, row in new.items():
-        for alias in row["aliases"] if key in old else ():
-            if alias not in old[key]["aliases"]:
-                add(COMPATIBLE, f"alias {alias!r} added to key {key!r}")
-        if key not in old and not set(row["aliases"]) & set(old):
-            add(COMPATIBLE, f"row added: {row['name']} (key {key!r}, {row['group']})")
-    for key, group in sorted(retired - old_retired):
-        add(BYTES, f"key {key!r} retired ({group}): rebuild accepts and drops it, so freeze "
-            f"drops {key} from artifacts that hold it")  # fmt: skip
-    for key, group in sorted(old_retired - retired):
+        if key in old:
+            for alias in row["aliases"]:
+                if alias not in old[key]["aliases"]:
+                    yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
+        elif not set(row["aliases"]) & set(old):
+            yield COMPATIBLE, f"row added: {row['name']} (key {key!r}, {row['group']})"
+
+
+def _retirements(
+    old_retired: set[tuple[str, str]], now_retired: set[tuple[str, str]], new: dict[str, Any]
+) -> Iterator[Edit]:
+    """The keys retired since the lock, and the retirements undone or moved."""
+    aliases = {alias: row for row in new.values() for alias in row["aliases"]}
+    for key, group in sorted(now_retired - old_retired):
+        yield BYTES, (
+            f"key {key!r} retired ({group}): rebuild accepts and drops it, so freeze drops {key} "
+            "from artifacts that hold it"
+        )
+    for key, group in sorted(old_retired - now_retired):
         back = new.get(key) or aliases.get(key)
-        moved = sorted(other for gone, other in retired if gone == key)
-        if back is None or back["group"] != group:  # else a row reads it again, in place
-            add(BREAKING, f"retired key {key!r} moved from {group} to {', '.join(moved)}: "
-                f"artifacts holding it in {group} no longer load" if moved else
-                f"retired key {key!r} dropped: artifacts holding it no longer load")  # fmt: skip
-    for group in sorted({row["group"] for row in new.values()}):  # the key order freeze writes
+        if back is not None and back["group"] == group:
+            continue  # a row reads it again, in place
+        moved = sorted(other for gone, other in now_retired if gone == key)
+        if moved:
+            yield BREAKING, (
+                f"retired key {key!r} moved from {group} to {', '.join(moved)}: artifacts "
+                f"holding it in {group} no longer load"
+            )
+        else:
+            yield BREAKING, f"retired key {key!r} dropped: artifacts holding it no longer load"
+
+
+def _reorders(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Edit]:
+    """A group whose kept keys come in another order: the key order freeze writes."""
+    for group in sorted({row["group"] for row in new.values()}):
         before = [k for k, row in old.items() if row["group"] == group and k in new]
         after = [k for k, row in new.items() if row["group"] == group and k in old]
         if before != after:
-            add(BYTES, f"{group} rows reordered: {', '.join(after)}")
+            yield BYTES, f"{group} rows reordered: {', '.join(after)}"
 
 
 @dataclass(frozen=True)
@@ -165,15 +220,17 @@ def _new_lock(
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
     changes = Changes(against[0].compatible, against[0].bytes, list(dict.fromkeys(found)))
     if sides:
-        return changes, breaks, [
-            f"specgen: {where}: merged both sides of the conflict; the table was checked "
-            f"against each branch's lock, and both histories of breaks ({len(breaks)}) are kept"
-        ]  # fmt: skip
-    return changes, breaks, [
-        f"specgen: {where}: written anew from the table as it is; table edits since the last "
-        f"usable lock were not checked. Kept {len(breaks)} recorded break(s), git's history's "
-        "included" + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
-    ]  # fmt: skip
+        note = (
+            "merged both sides of the conflict; the table was checked against each branch's "
+            f"lock, and both histories of breaks ({len(breaks)}) are kept"
+        )
+    else:
+        note = (
+            "written anew from the table as it is; table edits since the last usable lock were "
+            f"not checked. Kept {len(breaks)} recorded break(s), git's history's included"
+            + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
+        )
+    return changes, breaks, [f"specgen: {where}: {note}"]
 
 
 def settle(
@@ -183,8 +240,10 @@ def settle(
     where = f"{config.output_name}/{LOCK_NAME}"
     if LOCK_NAME not in config.outputs:
         if mode.new_lock:
-            raise GeneratorError(f"--new-lock writes {where}, which is no declared output in "
-                                 "[tool.specgen] of pyproject.toml: run `specgen generate`")  # fmt: skip
+            raise GeneratorError(
+                f"--new-lock writes {where}, which is no declared output in "
+                "[tool.specgen] of pyproject.toml: run `specgen generate`"
+            )
         return Changes(), [], []
     history = committed_locks(config)
     try:
@@ -194,13 +253,16 @@ def settle(
             raise GeneratorError(
                 f"{where} is unusable: {exc}. It records the table as last generated and the "
                 "breaks allowed so far: no table edit can be checked without it.\n  Way out: "
-                + ("leave the lock as git left it, and run `specgen generate --new-lock`: it "
-                   "checks the merged table against both branches' locks and keeps both "
-                   "histories of breaks." if conflict_line(exc.text or "") else
-                   f"restore it from git (`git checkout -- {where}`), keeping its breaks; or "
-                   "write it anew with `specgen generate --new-lock` (edits since the last "
-                   "usable lock go unchecked).")
-            ) from None  # fmt: skip
+                + (
+                    "leave the lock as git left it, and run `specgen generate --new-lock`: it "
+                    "checks the merged table against both branches' locks and keeps both "
+                    "histories of breaks."
+                    if conflict_line(exc.text or "")
+                    else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or "
+                    "write it anew with `specgen generate --new-lock` (edits since the last "
+                    "usable lock go unchecked)."
+                )
+            ) from None
         changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
@@ -211,8 +273,12 @@ def settle(
             )
         changes = classify(lock, tables) if lock is not None else Changes()
         breaks = list(lock["breaks"]) if lock is not None else []
-        notes = [f"specgen: {where} is gone: the table was checked against the lock committed "
-                 f"in {commit[:12]}, whose breaks are kept"] if commit else []  # fmt: skip
+        notes = []
+        if commit:
+            notes.append(
+                f"specgen: {where} is gone: the table was checked against the lock committed "
+                f"in {commit[:12]}, whose breaks are kept"
+            )
     if changes.breaking and mode.writes and not mode.allow_breaking:
         allow = "--new-lock --allow-breaking" if mode.new_lock else "--allow-breaking"
         raise GeneratorError(

@@ -57,11 +57,15 @@ def parse_lock(text: str) -> dict[str, Any]:
         raise UnusableLock(f"it is not JSON ({exc})", text) from None
     version = lock.get("version") if isinstance(lock, dict) else None
     if version != LOCK_VERSION:
-        raise UnusableLock(f"it is no lock of version {LOCK_VERSION}, which records what kind "
-                           f"names mean (version: {version!r})", text)  # fmt: skip
+        raise UnusableLock(
+            f"it is no lock of version {LOCK_VERSION}, which records what kind "
+            f"names mean (version: {version!r})",
+            text,
+        )
     if not _fits(lock, FORM):
-        raise UnusableLock("it is not of a lock's form (tables of rows and retired keys, "
-                           "breaks)", text)  # fmt: skip
+        raise UnusableLock(
+            "it is not of a lock's form (tables of rows and retired keys, " "breaks)", text
+        )
     return lock  # type: ignore[no-any-return]
 
 
@@ -110,12 +114,17 @@ def committed_locks(config: Config) -> list[tuple[str, str]]:
     (``[]`` outside git): what a deleted generated/ or a hand edit cannot erase."""
     relative, git = f"{config.output_name}/{LOCK_NAME}", ["git", "-C", str(config.root)]
     try:
-        log = subprocess.run([*git, "log", "--format=%H", "-n50", "--", relative],
-                             capture_output=True, text=True, timeout=30)  # fmt: skip
+        log = subprocess.run(
+            [*git, "log", "--format=%H", "-n50", "--", relative],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         commits = log.stdout.split() if log.returncode == 0 else []
         asked = "".join(f"{commit}:./{relative}\n" for commit in commits).encode()
-        data = subprocess.run([*git, "cat-file", "--batch"], input=asked,
-                              capture_output=True, timeout=30).stdout  # fmt: skip
+        data = subprocess.run(
+            [*git, "cat-file", "--batch"], input=asked, capture_output=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     found = []
@@ -148,7 +157,10 @@ def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]
     for commit, committed in history:
         for item in readable_breaks(committed)[0]:
             if item not in lock["breaks"]:
-                raise UnusableLock(f"it no longer records the break {item['change']!r}, which "
-                                   f"the lock committed in {commit[:12]} records: the history "
-                                   "of breaks only grows", text)  # fmt: skip
+                raise UnusableLock(
+                    f"it no longer records the break {item['change']!r}, which "
+                    f"the lock committed in {commit[:12]} records: the history "
+                    "of breaks only grows",
+                    text,
+                )
     return lock, ""

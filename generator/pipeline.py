@@ -1,5 +1,6 @@
-"""The pipeline in one call, the same for every table: load, validate, check the names,
-settle the lock, render, format; files in memory."""
+"""The pipeline in one call, the same for every table: load, validate (each row resolved
+once), settle the lock, decide the blocks, render each output once, format; files in
+memory."""
 
 from __future__ import annotations
 
@@ -7,42 +8,33 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from .blocks import Blocks, check_names, make_blocks
+from .blocks import make_blocks
 from .config import Config
 from .emit import build_outputs, check_formatter
 from .evolution import Changes, LockMode, lock_of, settle
 from .kinds import KindFacts, read_kinds
 from .render import make_environment, render_outputs
-from .table import Format, LoadedTable, Tables, load_format, load_tables, validate
+from .table import Format, LoadedTable, Tables, import_module, load_format, load_tables, validate
 
 
 def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:
     """The templates' environment, the kinds module's records and the format module."""
     form = load_format(config)
-    kinds = read_kinds(config.root, config.kinds, form.module)
+    kinds = read_kinds(config.root, import_module(config.kinds, config.root, "kinds"))
     return make_environment(config, kinds, form), kinds, form
 
 
 def _validated(
-    env: jinja2.Environment,
-    kinds: KindFacts,
-    form: Format,
-    config: Config,
-    loaded: tuple[LoadedTable, ...] | None,
-) -> tuple[Tables, Blocks]:
+    kinds: KindFacts, form: Format, config: Config, loaded: tuple[LoadedTable, ...] | None
+) -> Tables:
     found = load_tables(config) if loaded is None else loaded
-    tables = Tables(tuple(validate(table, kinds, form) for table in found))
-    check_names(
-        tables,
-        lambda probed: render_outputs(env, probed, config, make_blocks(kinds, form.module, probed)),
-        config.output_name,
-    )
-    return tables, make_blocks(kinds, form.module, tables)
+    return Tables(tuple(validate(table, kinds, form) for table in found))
 
 
 def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
     """Every table, validated; ``loaded`` stands in for the configured tables (tests)."""
-    return _validated(*_environment(config), config, loaded)[0]
+    _, kinds, form = _environment(config)
+    return _validated(kinds, form, config, loaded)
 
 
 @dataclass
@@ -63,7 +55,8 @@ def generate(
     """Render every declared output once ``mode`` settled the table edit; touches no file."""
     check_formatter(config)
     env, kinds, form = _environment(config)
-    tables, blocks = _validated(env, kinds, form, config, loaded)
+    tables = _validated(kinds, form, config, loaded)
     changes, breaks, notes = settle(config, tables, mode)
+    blocks = make_blocks(kinds, form.module, tables)
     sources = render_outputs(env, tables, config, blocks, lock_of(tables, breaks))
-    return Generated(build_outputs(sources, tables, config), changes, notes)
+    return Generated(build_outputs(sources, tables, config, kinds.source_file), changes, notes)

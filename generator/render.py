@@ -100,6 +100,7 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.globals["templates_folder"] = config.templates_name
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
+    env.globals["kind_names_module"] = config.kinds
     env.globals["kinds_defined"] = kinds.defined
     env.globals.update(schema_globals(kinds, form))
     return env
@@ -152,10 +153,10 @@ def render_outputs(
     tables: Tables,
     config: Config,
     blocks: Blocks,
-    lock: dict[str, Any] | None = None,
+    lock: dict[str, Any],
 ) -> dict[str, str]:
-    """Render the declared outputs (unformatted) by file name; without ``lock`` (the table lock
-    to write) only the Python ones, which ``blocks.check_names`` reads."""
+    """Render each declared output (unformatted) once, by file name; ``lock``: the table lock
+    to write."""
     templates = output_templates(env, config)
     if KINDS_TEMPLATE not in env.list_templates():
         raise GeneratorError(
@@ -166,12 +167,11 @@ def render_outputs(
         "tables": tables,
         "table_digests": {table.module: table.digest for table in tables},
         "blocks": blocks,
-        "lock": lock or {},
+        "w": blocks.words,
+        "lock": lock,
     }
     sources: dict[str, str] = {}
     for out_name, template in templates.items():
-        if lock is None and not out_name.endswith(".py"):
-            continue
         module_file = f"{config.output_name}/{out_name}"
         try:  # any error a template raises ({{ 1 // 0 }} too): one message, never a traceback
             source = env.get_template(template).render(context, module_file=module_file)

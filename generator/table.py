@@ -3,6 +3,7 @@ problem at once, each with the table, the row's number and name and the fix."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import hashlib
@@ -10,20 +11,27 @@ import importlib
 import json
 import keyword
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config, TableConfig
 from .errors import GeneratorError
-from .kinds import STEPS, KindFacts
+from .kinds import KindFacts, bound_names
+
+if TYPE_CHECKING:
+    from shardplan.table.kinds import Crossing
 
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
 ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
+# What the generator reads of the format module.
+FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
+FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
 
 
 @dataclass(frozen=True)
@@ -53,18 +61,11 @@ class Table:
     source_file: str  # the table's file, relative to the project root
     digest: str  # computed by the table module's own table_digest()
     cls: str  # "module:Class"
-    # row name -> its resolved presence (rows.Presence: written, absent), keyed rows only
-    presences: dict[str, Any]
-    # row name -> the record each step's kind name stands for, keyed rows only
-    records: dict[str, dict[str, str]]
+    crossings: dict[str, Crossing]  # each keyed row's, resolved once, by row name
 
-    def presence(self, row: Any) -> Any:
-        """The row's presence: when its key is written, what its absence rebuilds to."""
-        return self.presences[row.name]
-
-    def record(self, row: Any, step: str) -> str:
-        """The record the row's ``step`` kind name stands for."""
-        return self.records[row.name][step]
+    def crossing_of(self, row: Any) -> Crossing:
+        """The row's crossing: its records, when its key is written, what its absence gives."""
+        return self.crossings[row.name]
 
     def group(self, group: str) -> tuple[Any, ...]:
         """The rows of ``group``, in table order."""
@@ -84,9 +85,10 @@ class Table:
         """Every row with a key: crossing and derived rows."""
         return tuple(row for row in self.rows if self.roles[row.group] in (CROSSES, DERIVED))
 
-    def number(self, row: Any) -> int:
-        """The row's 1-based number, as a reviewer counts rows."""
-        return next(n for n, r in enumerate(self.rows, start=1) if r is row)
+    def label(self, row: Any) -> str:
+        """The row as messages name it: its table, its 1-based number and its name."""
+        number = next(n for n, r in enumerate(self.rows, start=1) if r is row)
+        return f"{_row_label(self.name)} {number} ({row.name})"
 
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
@@ -98,7 +100,7 @@ class Table:
     def null_keys(self, group: str) -> tuple[str, ...]:
         """The keys (and older names) of ``group`` that freeze may write null under: strict
         rebuild reads null there, and refuses it under every other key."""
-        rows = [row for row in self.group(group) if self.presence(row).writes_null]
+        rows = [row for row in self.group(group) if self.crossing_of(row).writes_null]
         return tuple(key for row in rows for key in (row.key, *row.aliases))
 
     def containers(self) -> tuple[str, ...]:
@@ -161,7 +163,8 @@ class LoadedTable:
     rows: tuple[Any, ...]
     retired: tuple[Any, ...]
     fields: dict[str, bool]  # dataclass field name -> init flag
-    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults
+    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults and annotations
+    bound: dict[str, str]  # the names the class's module binds itself -> how, for messages
     module: str
     source_file: str
     digest: Callable[..., str]  # table_digest(rows, retired)
@@ -179,7 +182,7 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
     return None
 
 
-def _import_module(name: str, root: Path, what: str) -> ModuleType:
+def import_module(name: str, root: Path, what: str) -> ModuleType:
     """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
@@ -214,7 +217,14 @@ def _import_module(name: str, root: Path, what: str) -> ModuleType:
             "fix the file (a merge conflict left behind?) and run again"
         ) from None
     except Exception as exc:  # the table module is user code: report, never traceback
-        raise GeneratorError(f"cannot import the {what} module {name!r}: {exc}") from None
+        # The deepest line of the project's own files, where the bad value is written.
+        places = [(Path(f.f_code.co_filename), n) for f, n in traceback.walk_tb(exc.__traceback__)]
+        lines = [
+            f"{p.relative_to(root).as_posix()}:{n}: " for p, n in places if p.is_relative_to(root)
+        ]
+        raise GeneratorError(
+            f"{(lines or [''])[-1]}cannot import the {what} module {name!r}: {exc}"
+        ) from None
     elsewhere = _outside(module, root)
     if elsewhere is not None:
         raise GeneratorError(
@@ -227,7 +237,7 @@ def _import_module(name: str, root: Path, what: str) -> ModuleType:
 
 def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
     module_name, _, attribute = target.partition(":")
-    module = _import_module(module_name, root, what)
+    module = import_module(module_name, root, what)
     if not hasattr(module, attribute):
         raise GeneratorError(f"{module_name} has no {attribute!r}: fix `{what}` in [tool.specgen]")
     return module, getattr(module, attribute)
@@ -235,11 +245,9 @@ def _import(target: str, root: Path, what: str) -> tuple[ModuleType, Any]:
 
 def load_format(config: Config) -> Format:
     """Import the project's format module and read the names the generator checks against."""
-    module = _import_module(config.format, config.root, "format")
-    for name in ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS",
-                 "TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path"):  # fmt: skip
-        if not hasattr(module, name):
-            raise GeneratorError(f"the format module {config.format} has no {name}: restore it")
+    module = import_module(config.format, config.root, "format")
+    if missing := [name for name in FORMAT_NAMES if not hasattr(module, name)]:
+        raise GeneratorError(f"the format module {config.format} has no {missing[0]}: restore it")
     roles = dict(module.GROUP_ROLES)
     for group, role in roles.items():
         if role not in ROLES:
@@ -294,6 +302,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     )
     return LoadedTable(
         config=table,
+        bound=_bound_names(sys.modules[cls.__module__], config.root.resolve()),
         rows=tuple(rows),
         retired=tuple(retired),
         fields={f.name: f.init for f in dataclasses.fields(cls)},
@@ -304,9 +313,20 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     )
 
 
+def _bound_names(module: ModuleType, root: Path) -> dict[str, str]:
+    """The names the class's module binds itself, each with how (kinds.bound_names)."""
+    file = Path(module.__file__ or "").resolve()
+    shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else module.__name__
+    return bound_names(ast.parse(file.read_text(encoding="utf-8")), shown)
+
+
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
     """Import every configured table."""
     return tuple(load_table(config, table) for table in config.tables)
+
+
+def _row_label(table: str) -> str:
+    return "table row" if table == "spec" else f"table {table!r} row"
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -331,11 +351,6 @@ def _check_row_types(where: str, raw: Any) -> None:
             f"{where}: name, key, group, freeze, rebuild, doc, written and absent must be str, "
             "post_init a bool and aliases a tuple of str (a SpecField row)"
         )
-    if not callable(getattr(raw, "presence", None)):
-        raise GeneratorError(
-            f"{where}: the row has no presence(): rows are SpecField rows of the project's "
-            "row model (shardplan/table/rows.py), which resolves when a key is written"
-        )
 
 
 def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
@@ -349,6 +364,13 @@ def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]
                 f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
                 f"two of them joined by {form.separator!r} (a key nested one level, "
                 f'"container{form.separator}key").\n  Choose another key.'
+            )
+            return problems
+        if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
+            problems.append(
+                f"key {key!r} names a field of CodegenMeta, and Python keeps names beginning "
+                "with two underscores for itself (__init__, __dict__) and mangles them in a "
+                "class body.\n  Choose another key."
             )
             return problems
     reserved = form.reserved.get(row.group, {})
@@ -374,6 +396,12 @@ def _container_problems(table: LoadedTable, form: Format, label: str) -> list[st
     containers = {row.within: row for row in rows if row.within}
     problems = []
     for number, row in enumerate(table.rows, start=1):
+        if row.name in containers and form.roles.get(row.group) == CROSSES:
+            problems.append(
+                f"{label} {number} ({row.name}): the field and the object "
+                f"{containers[row.name].within!r} other rows nest keys in would share a name in "
+                "the generated rebuild.\n  Rename the field (and its row), or the object."
+            )
         if row in rows and not row.within and row.key in containers:
             nested = containers[row.key]
             problems.append(
@@ -401,12 +429,22 @@ def _doc_problems(doc: str) -> list[str]:
     return problems
 
 
-def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) -> list[str]:
+def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     problems = []
     groups = form.groups[table.config.name]
     role = form.roles.get(row.group) if row.group in groups else None
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
+    elif row.name.startswith("__"):
+        problems.append(
+            "name begins with two underscores, which Python keeps for itself (__init__, "
+            "__dict__) and mangles in a class body.\n  Rename the field (and its row)."
+        )
+    elif role != DERIVED and row.name in table.bound:
+        problems.append(
+            f"name {row.name!r} shadows a name the class's module binds itself ({table.bound[row.name]}): "
+            "a field of that name hides it in the class body.\n  Rename the field (and its row)."
+        )
     elif role == DERIVED:
         if row.name in table.fields:
             problems.append(
@@ -462,20 +500,6 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
     problems += _key_shape_problems(row, table, form)
-    known = {step: sorted(name for name, s in kinds.names.items() if step in s) for step in STEPS}
-    for step in STEPS:
-        kind = getattr(row, step)
-        if kind not in known[step]:
-            problems.append(
-                f"unknown {step} kind {kind!r}.\n  Known kinds: {', '.join(known[step])}."
-                + _did_you_mean(kind, known[step])
-            )
-    if row.freeze in known["freeze"] and row.rebuild in known["rebuild"]:
-        presence = _presence(row, table, kinds, role)
-        if isinstance(presence, str):
-            problems.append(presence)
-        elif role == CROSSES and presence.broken_law(table.dataclass_fields.get(row.name)):
-            problems.append(_law_problem(row, table, kinds, presence))
     init = table.fields.get(row.name) if role != DERIVED else None
     if init is not None and row.post_init == init:
         fix = (
@@ -487,59 +511,6 @@ def _row_problems(row: Any, table: LoadedTable, kinds: KindFacts, form: Format) 
             f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
         )
     return problems
-
-
-def _law_problem(row: Any, table: LoadedTable, kinds: KindFacts, presence: Any) -> str:
-    """Why the row's kinds lose its default or a value freeze leaves unwritten, and the kind
-    names of the same records that keep both laws (docs/contract.md §6)."""
-    field = table.dataclass_fields[row.name]
-    shown = (
-        repr(field.default_factory()) if callable(field.default_factory) else repr(field.default)
-    )
-    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
-    records = {step: kinds.record(step, getattr(row, step)) for step in STEPS}
-    candidates = {
-        step: [
-            name
-            for name, steps in kinds.names.items()
-            if steps.get(step, ("",))[0] == records[step]
-        ]
-        for step in STEPS
-    }
-    fits = [
-        f"{freeze!r} with {rebuild!r}"
-        for rebuild in candidates["rebuild"]
-        for freeze in candidates["freeze"]
-        if _keeps_laws(bare, freeze, rebuild, kinds, field)
-    ]
-    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
-    fix = (
-        f"Kind names that keep it{own}: " + "; ".join(fits) + "."
-        if fits
-        else f"No kind name of records {records['freeze']!r} and {records['rebuild']!r} keeps "
-        'it: add one (README, "Adding a kind"), or give the field a default its kinds keep.'
-    )
-    return (
-        f"the field's default {shown} does not come back (freeze {row.freeze!r}, written "
-        + ("always" if presence.written == "always" else f"when {presence.written}")
-        + f"; rebuild {row.rebuild!r}): {presence.broken_law(field)}.\n  {fix}"
-    )
-
-
-def _keeps_laws(row: Any, freeze: str, rebuild: str, kinds: KindFacts, field: Any) -> bool:
-    presence = row.presence(
-        kinds.names[freeze]["freeze"][1], kinds.names[rebuild]["rebuild"][1], field
-    )
-    # A pair that refuses None at freeze keeps the laws, but is no fit for a field that may
-    # hold None: only pairs that carry every value are offered.
-    return not (isinstance(presence, str) or presence.refuses_none or presence.broken_law(field))
-
-
-def _presence(row: Any, table: LoadedTable, kinds: KindFacts, role: str | None) -> Any:
-    """The row's presence (rows.Presence), or why it cannot be decided (SpecField.presence)."""
-    field = table.dataclass_fields.get(row.name) if role != DERIVED else None
-    written, absent = kinds.names[row.freeze]["freeze"][1], kinds.names[row.rebuild]["rebuild"][1]
-    return row.presence(written, absent, field)
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
@@ -614,7 +585,7 @@ def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
-    label = f"table {name!r} row" if name != "spec" else "table row"
+    label = _row_label(name)
     retired_name = loaded.config.retired.partition(":")[2]
     for number, raw in enumerate(loaded.rows, start=1):
         _check_row_types(f"{label} {number}", raw)
@@ -623,9 +594,21 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     first_by_name: dict[str, int] = {}
     first_by_key: dict[str, tuple[int, str]] = {}
     others = 0
+    crossings: dict[str, Crossing] = {}
     for number, row in enumerate(loaded.rows, start=1):
         where = f"{label} {number} ({row.name})"
-        problems += [f"{where}: {p}" for p in _row_problems(row, loaded, kinds, form)]
+        found = _row_problems(row, loaded, form)
+        role = form.roles.get(row.group) if row.group in form.groups[name] else None
+        if role in (CROSSES, DERIVED):
+            field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
+            try:
+                crossings[row.name] = crossing = kinds.resolve(row, field)
+            except kinds.error as exc:
+                found.append(str(exc))
+            else:
+                if field is not None and crossing.broken_law:
+                    found.append(kinds.law_problem(row, field, crossing))
+        problems += [f"{where}: {p}" for p in found]
         others += form.roles.get(row.group) == OTHERS
         if row.name in first_by_name:
             problems.append(
@@ -662,7 +645,6 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     problems += _key_problems(loaded, form, retired_name)
     if problems:
         raise GeneratorError("\n".join(problems))
-    keyed = [row for row in loaded.rows if form.roles[row.group] in (CROSSES, DERIVED)]
     return Table(
         name=name,
         rows=loaded.rows,
@@ -674,9 +656,5 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
         cls=loaded.config.cls,
-        presences={row.name: _presence(row, loaded, kinds, form.roles[row.group]) for row in keyed},
-        records={
-            row.name: {step: kinds.record(step, getattr(row, step)) for step in STEPS}
-            for row in keyed
-        },
+        crossings=crossings,
     )

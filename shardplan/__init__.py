@@ -3,8 +3,10 @@
 The names a user needs are here, each loaded from its module on first use (docs/contract.md
 §12): ``import shardplan`` imports nothing else, and a name costs only what its module
 does. The artifact's reading and writing (``load_meta``, ``dump_meta``), the plan's data
-classes and the errors never import torch; ``freeze_plan``, ``rebuild_plan``,
-``write_plan``, ``read_plan`` (the generated code), ``apply_plan`` and ``check_fit`` do.
+classes and the errors (those the docs say to catch among them: ``MetaError``,
+``UntrustedTarget``, ``ArtifactWriteError``, ``StaleGeneratedCode``) never import torch;
+``freeze_plan``, ``rebuild_plan``, ``write_plan``, ``read_plan`` (the generated code),
+``apply_plan`` and ``check_fit`` do.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ if TYPE_CHECKING:  # the names as type checkers see them ("as": they are re-expo
     from shardplan.artifact.meta import load_meta as load_meta
     from shardplan.convert.targets import Target as Target
     from shardplan.errors import ApplyError as ApplyError
+    from shardplan.errors import ArtifactWriteError as ArtifactWriteError
     from shardplan.errors import FreezeError as FreezeError
     from shardplan.errors import MetaError as MetaError
+    from shardplan.errors import UntrustedTarget as UntrustedTarget
     from shardplan.parallelize.apply import apply_plan as apply_plan
     from shardplan.parallelize.fit import check_fit as check_fit
+    from shardplan.staleness import StaleGeneratedCode as StaleGeneratedCode
     from shardplan.table.spec import ModuleShardingSpec as ModuleShardingSpec
     from shardplan.table.spec import ShardingPlan as ShardingPlan
 
@@ -44,6 +49,9 @@ _HOMES = {
     "MetaError": "shardplan.errors",
     "FreezeError": "shardplan.errors",
     "ApplyError": "shardplan.errors",
+    "UntrustedTarget": "shardplan.errors",
+    "ArtifactWriteError": "shardplan.errors",
+    "StaleGeneratedCode": "shardplan.staleness",
 }
 
 __all__ = list(_HOMES)

@@ -31,11 +31,10 @@ else:  # under the generated package's name here: see shardplan.staleness
 
 # After the check on purpose: these imports are the expensive part.
 import os
-from pathlib import Path
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.artifact.meta import load_meta, meta_to_bytes
+from shardplan.artifact.meta import file_path, load_meta, meta_to_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
@@ -47,11 +46,11 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     """Freeze a live plan into a CodegenMeta (entries, rules and plan-level settings).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         return _freeze_plan(plan)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
@@ -64,15 +63,12 @@ def write_plan(plan: ShardingPlan, path: str | os.PathLike[str]) -> None:
     the format's) takes ``freeze_plan`` and ``dump_meta``'s own path, so every error is
     theirs: a FreezeError or MetaError naming the place, nothing written. Automatic
     garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         data = _plan_bytes(plan)  # the plan first, then the path: the pair's order of errors
-        check_argument(
-            path, (str, os.PathLike), "a file path (str or os.PathLike)", MetaError, "path"
-        )
-        atomic_write_bytes(Path(path), data)
+        atomic_write_bytes(file_path(path), data)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def _plan_bytes(plan: ShardingPlan) -> bytes:
@@ -113,11 +109,11 @@ def rebuild_plan(
     are admitted only under ``allow_targets`` (rebuild_live_plan_from_meta).
 
     Automatic garbage collection is paused for the call (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         return rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 def read_plan(path: str | os.PathLike[str], *, allow_targets: AllowTargets = ()) -> ShardingPlan:
@@ -127,11 +123,11 @@ def read_plan(path: str | os.PathLike[str], *, allow_targets: AllowTargets = ())
     ``write_plan``. Targets are admitted only under ``allow_targets``
     (rebuild_live_plan_from_meta). Automatic garbage collection is paused for the call
     (shardplan.collector)."""
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         return rebuild_plan(load_meta(path), allow_targets=allow_targets)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 __all__ = [

@@ -7,6 +7,7 @@ the kind functions of ``shardplan.convert.kinds``, looked up by the names in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -22,10 +23,9 @@ from shardplan.artifact.plan_meta import (
     rule_path,
 )
 from shardplan.artifact.shapes import UNSET
+from shardplan.convert import kinds
 from shardplan.convert.kinds import (
     admit,
-    function_of,
-    presence_of,
     read_renamed,
     refuse_default,
     refuse_falsy,
@@ -42,8 +42,9 @@ from shardplan.table.format import (
     GROUP_PLAN,
     MATCH_KEY,
 )
+from shardplan.table.kinds import Crossing, crossings
 from shardplan.table.plan_fields import PLAN_FIELDS, PLAN_RETIRED_KEYS
-from shardplan.table.rows import Presence, rows_of_group
+from shardplan.table.rows import rows_of_group
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import (
     INJECTION_SPEC_FIELDS,
@@ -53,10 +54,14 @@ from shardplan.table.spec_fields import (
     accepted_keys,
 )
 
-PRESENCE: dict[str, Presence] = {
-    **{f.name: presence_of(f, ModuleShardingSpec) for f in SPEC_FIELDS if f.freeze},
-    **{f.name: presence_of(f, ShardingPlan) for f in PLAN_FIELDS if f.freeze},
-}
+# Each keyed row's crossing, resolved once, by row name, a table each.
+SPEC_CROSSINGS: dict[str, Crossing] = crossings(SPEC_FIELDS, ModuleShardingSpec)
+PLAN_CROSSINGS: dict[str, Crossing] = crossings(PLAN_FIELDS, ShardingPlan)
+
+
+def function(crossing: Crossing, step: str) -> Callable[..., Any]:
+    """The kinds' function ``crossing`` names for ``step`` (freeze, rebuild, check)."""
+    return getattr(kinds, crossing.function(step))  # type: ignore[no-any-return]
 
 
 def _freeze_fields(
@@ -66,18 +71,18 @@ def _freeze_fields(
     for spec_field in fields:
         value = getattr(spec, spec_field.name)
         where = field_path(path, spec_field.name)
-        presence = PRESENCE[spec_field.name]
-        if presence.writes(value) and value is None and presence.writes_null:
+        crossing = SPEC_CROSSINGS[spec_field.name]
+        if crossing.writes(value) and value is None and crossing.writes_null:
             frozen[spec_field.key] = None  # null reads back as None, not through the kind
-        elif presence.writes(value):
-            converted = function_of("freeze", spec_field.freeze)(value, where)
+        elif crossing.writes(value):
+            converted = function(crossing, "freeze")(value, where)
             # Always read back with the row's rebuild kind: the oracle need not be fast.
-            rebuild = function_of("rebuild", spec_field.rebuild)
+            rebuild = function(crossing, "rebuild")
             frozen[spec_field.key] = admit(rebuild, converted, where)
-        elif value is None and presence.refuses_none:
+        elif value is None and crossing.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
             # back (the truthy kinds' other falsy values normalise, as docs/contract.md §6 says).
-            refuse_none(presence.absent_value(), where)
+            refuse_none(where, absent=crossing.absent_value())
     return frozen
 
 
@@ -135,24 +140,25 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
     document.update(nested)
     for spec_field in PLAN_LEVEL_FIELDS:
         value = getattr(plan, spec_field.name)
-        presence = PRESENCE[spec_field.name]
-        if presence.writes(value):
+        crossing = PLAN_CROSSINGS[spec_field.name]
+        if crossing.writes(value):
             # null reads back as the absent value (mesh_dim_names: None), not through the kind.
             frozen = (
                 None
-                if value is None and presence.writes_null
+                if value is None and crossing.writes_null
                 else admit(
-                    function_of("rebuild", spec_field.rebuild),
-                    function_of("freeze", spec_field.freeze)(value, spec_field.name),
+                    function(crossing, "rebuild"),
+                    function(crossing, "freeze")(value, spec_field.name),
                     spec_field.name,
                 )
             )
             within = spec_field.within
             (document[within] if within else document)[spec_field.leaf] = frozen
-        elif value is None and presence.refuses_none:
-            refuse_none(presence.absent_value(), spec_field.name)
+        elif value is None and crossing.refuses_none:
+            refuse_none(spec_field.name, absent=crossing.absent_value())
     for spec_field in DERIVED_FIELDS:
-        document[spec_field.key] = function_of("freeze", spec_field.freeze)(param_plan)
+        freeze = function(PLAN_CROSSINGS[spec_field.name], "freeze")
+        document[spec_field.key] = freeze(param_plan)
     known = _plan_level_names()
     return CodegenMeta(
         param_plan=param_plan,
@@ -167,32 +173,32 @@ def _rebuild_fields(
 ) -> dict[str, Any]:
     values = {}
     for spec_field in fields:
-        presence = PRESENCE[spec_field.name]
-        missing = UNSET if presence.null_is_none else None  # else null reads as absent
+        crossing = SPEC_CROSSINGS[spec_field.name]
+        missing = UNSET if crossing.null_is_none else None  # else null reads as absent
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path, missing)
-        values[spec_field.name] = _rebuilt(spec_field, presence, value, where, strict)
+        values[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
     return values
 
 
 def _rebuilt(
-    spec_field: SpecField, presence: Presence, value: Any, where: str, strict: bool
+    spec_field: SpecField, crossing: Crossing, value: Any, where: str, strict: bool
 ) -> Any:
     """One row's live value from the ``value`` read (UNSET: the key is absent)."""
-    if value is UNSET or value is None and not presence.null_is_none:
-        return presence.absent_value()
+    if value is UNSET or value is None and not crossing.null_is_none:
+        return crossing.absent_value()
     if value is None:
         return None
-    rebuilt = function_of("rebuild", spec_field.rebuild)(value, where)
-    if strict and presence.written == "truthy" and not value:
+    rebuilt = function(crossing, "rebuild")(value, where)
+    if strict and crossing.written == "truthy" and not value:
         refuse_falsy(value, where)  # freeze would drop it: strict reads only what freeze writes
-    if strict and presence.written == "not default" and presence.is_absent_value(rebuilt):
+    if strict and crossing.written == "not default" and crossing.is_absent_value(rebuilt):
         refuse_default(value, where)
     return rebuilt
 
 
 def _null_keys(group: str) -> tuple[str, ...]:
     """The keys of ``group`` freeze may write null under, with their older names."""
-    rows = [f for f in rows_of_group(SPEC_FIELDS, group) if PRESENCE[f.name].writes_null]
+    rows = [f for f in rows_of_group(SPEC_FIELDS, group) if SPEC_CROSSINGS[f.name].writes_null]
     return tuple(key for f in rows for key in (f.key, *f.aliases))
 
 
@@ -206,7 +212,10 @@ def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
     """Rebuild a live plan from a meta. Strict by default: unknown keys are MetaErrors;
-    ``strict=False`` ignores them and nothing else. Targets are admitted only under
+    ``strict=False`` ignores them, and reads as absent a null, a falsy value under a key
+    written only when truthy, the default under a key written only when not it and a rule
+    holding only ``match``, and recomputes a stale derived key; a wrong type is an error in
+    both. Targets are admitted only under
     ``allow_targets``, what the caller trusts (shardplan.convert.trust)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
@@ -231,10 +240,12 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
         source = document.get(within, {}) if within else document
         value, where = read_renamed(source, spec_field.leaf, spec_field.alias_leaves, within, UNSET)
         where = where.lstrip(".")
-        presence = PRESENCE[spec_field.name]
-        if value is None and strict and not presence.writes_null:
-            refuse_null(presence.absent_value(), where)  # freeze writes the value, never null
-        settings[spec_field.name] = _rebuilt(spec_field, presence, value, where, strict)
+        crossing = PLAN_CROSSINGS[spec_field.name]
+        if value is None and strict and not crossing.writes_null:
+            refuse_null(
+                where, absent=crossing.absent_value()
+            )  # freeze writes the value, never null
+        settings[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
     plan = ShardingPlan(modules={}, **settings)
     containers = {within: document.get(within) for within in NESTED_KEYS}
     extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
@@ -257,7 +268,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     for spec_field in DERIVED_FIELDS:
         value = document.get(spec_field.key)
         if strict and value is not None:  # absent or null: recomputed by freeze
-            check = function_of("rebuild", spec_field.rebuild)
+            check = function(PLAN_CROSSINGS[spec_field.name], "check")
             check(value, spec_field.key, meta.param_plan)
     return plan
 

@@ -23,7 +23,8 @@ from tests.docblocks import section_blocks
 SPEC_MODULE = "shardplan/table/spec.py"
 SPEC_TABLE = "shardplan/table/spec_fields.py"
 PLAN_TABLE = "shardplan/table/plan_fields.py"
-KINDS_MODULE = "shardplan/convert/kinds.py"
+KINDS_MODULE = "shardplan/convert/kinds.py"  # the kinds' functions
+KIND_RECORDS = "shardplan/table/kinds.py"  # their records and names, typed
 STRATEGIES = "tests/strategies.py"
 DECISIONS = "shardplan/table/apply_decisions.py"
 TABLES = {
@@ -221,11 +222,12 @@ LABEL_FIRST = NewField(
 
 
 def kind_names(root: Path) -> set[str]:
-    """Every name defined at the top level of the copy's kinds module, or a key of a dict
+    """Every name defined at the top level of the copy's kinds modules, or a key of a dict
     literal there: a new kind's name must be none of them."""
-    tree = ast.parse((root / KINDS_MODULE).read_text())
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in (
+        n for m in (KINDS_MODULE, KIND_RECORDS) for n in ast.walk(ast.parse((root / m).read_text()))
+    ):
         if isinstance(node, ast.FunctionDef):
             names.add(node.name)
         elif isinstance(node, ast.Dict):
@@ -282,7 +284,7 @@ class ReadmeSteps:
         kinds = [
             re.match(r'"(\w+)": \{', code.strip())
             for f, literal, code in fragments
-            if f == KINDS_MODULE and literal == "KINDS"
+            if f == KIND_RECORDS and literal == "KINDS"
         ]
         for kind in filter(None, kinds):
             taken = kind_names(root)
@@ -430,8 +432,8 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
     import dataclasses as dc
     import random
 
-    from shardplan.convert import kinds
-    from shardplan.table.rows import SpecField, default_literal
+    from shardplan.table.kinds import KindError, default_literal, resolve
+    from shardplan.table.rows import SpecField
     from tests.strategies import pool_of
 
     row = SpecField("x", "x", "param_plan", freeze, rebuild)
@@ -452,13 +454,14 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
         field = dc.fields(dc.make_dataclass("Probe", [("x", Any, made)]))[0]
         if default_literal(field) is None:
             continue
-        presence = row.presence(
-            kinds.preset_of("freeze", freeze), kinds.preset_of("rebuild", rebuild), field
-        )
+        try:
+            crossing = resolve(row, field)
+        except KindError:
+            continue
         # Both laws hold, and freeze leaves the default unwritten: an artifact written
         # before the row comes back byte for byte (an always-written key would rewrite
         # every older artifact, which no ordinary addition does).
-        if isinstance(presence, str) or presence.broken_law(field) or presence.writes(value):
+        if crossing.broken_law or crossing.writes(value):
             continue
         kept.append(value)
     falsy = [v for v in kept if v is not None and not v]
@@ -469,28 +472,29 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
 def _kind_pairs() -> list[tuple[str, str]]:
     """Pairs of kind names covering every freeze and every rebuild name a crossing row may
     use, each rebuild reading back what its freeze writes, each with a default it keeps."""
-    from shardplan.convert import kinds
+    from shardplan.table.kinds import KIND_NAMES, KINDS
+
+    def record_of(step: str, name: str) -> str:
+        meaning = getattr(KIND_NAMES[name], step)
+        return "" if meaning is None else str(meaning.record)
 
     def names(step: str) -> list[str]:
         return [
             name
-            for name, steps in kinds.KIND_NAMES.items()
-            if step in steps and steps[step][0] not in _DERIVED_RECORDS
+            for name in KIND_NAMES
+            if record_of(step, name) and record_of(step, name) not in _DERIVED_RECORDS
         ]
 
     def reads(freeze: str, rebuild: str) -> bool:
-        record = kinds.record_of("freeze", freeze)
-        readers = (record, *kinds.KINDS[record].get("reads_back", ()))
-        return kinds.record_of("rebuild", rebuild) in readers
+        record = record_of("freeze", freeze)
+        return record_of("rebuild", rebuild) in (record, *KINDS[record].reads_back)
 
     pairs: list[tuple[str, str]] = []
     for freeze in names("freeze"):
         fits = [r for r in names("rebuild") if reads(freeze, r) and _kept_defaults(freeze, r)]
         # A rebuild of the freeze's own record first: another reader may accept more than
         # the freeze writes (scalar reads "s", int never writes it).
-        own = [
-            r for r in fits if kinds.record_of("rebuild", r) == kinds.record_of("freeze", freeze)
-        ]
+        own = [r for r in fits if record_of("rebuild", r) == record_of("freeze", freeze)]
         if fits:  # none for a name written always: it writes every default
             pairs.append((freeze, max(own or fits, key=lambda r: len(_kept_defaults(freeze, r)))))
     for rebuild in names("rebuild"):

@@ -24,6 +24,7 @@ from shardplan.convert.placement_text import REDUCE_OPS
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.format import GROUP_EXEMPT, GROUP_OTHERS, GROUP_PLAN, TOP_LEVEL_GROUPS
+from shardplan.table.kinds import Crossing, resolve
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
@@ -299,24 +300,23 @@ _SPEC_DEFAULTS = _defaults(ModuleShardingSpec)
 _PLAN_DEFAULTS = _defaults(ShardingPlan)
 
 
-def presence_of(row: Any) -> Any:
-    """The row's presence (rows.Presence), against the class its table describes."""
-    plan_row = row.group in TOP_LEVEL_GROUPS
-    return kinds.presence_of(row, ShardingPlan if plan_row else ModuleShardingSpec)
+def crossing_of(row: Any) -> Crossing:
+    """The row's crossing, against the class its table describes."""
+    cls = ShardingPlan if row.group in TOP_LEVEL_GROUPS else ModuleShardingSpec
+    return resolve(row, next((f for f in dataclasses.fields(cls) if f.name == row.name), None))
 
 
 def _reads_back(row: Any, value: Any) -> bool:
     """Whether a value of the row's freeze kind is one its rebuild kind gives back: the
     pools are per freeze kind, a row pairs it with a rebuild kind."""
-    presence = presence_of(row)
-    if not presence.writes(value):  # None, a falsy value, or the default: the absent key
-        return value is None or presence.written in ("truthy", "not default")
-    readers = kinds.KINDS[kinds.record_of("freeze", row.freeze)].get("reads_back", ())
-    if kinds.record_of("rebuild", row.rebuild) in readers:
+    crossing = crossing_of(row)
+    if not crossing.writes(value):  # None, a falsy value, or the default: the absent key
+        return value is None or crossing.written in ("truthy", "not default")
+    if crossing.reads_back:
         return True
     try:
-        freeze = kinds.function_of("freeze", row.freeze)
-        kinds.admit(kinds.function_of("rebuild", row.rebuild), freeze(value, ""), "")
+        frozen = getattr(kinds, crossing.function("freeze"))(value, "")
+        kinds.admit(getattr(kinds, crossing.function("rebuild")), frozen, "")
     except (FreezeError, MetaError):
         return False
     return True

@@ -27,14 +27,14 @@ from tests.helpers import (
     run_specgen_here,
     snapshot,
 )
-from tests.strategies import presence_of
+from tests.strategies import crossing_of
 
 SPEC = "shardplan/table/spec.py"
 TABLE = "shardplan/table/spec_fields.py"
 GENERATED_MODULES = ("freeze.py", "rebuild.py")
 # Lines that change with any table edit: the header stamp and the staleness-guard constant
 # (one line per table module: its digest).
-DIGEST_PREFIXES = ("# table sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
+DIGEST_PREFIXES = ("# tables sha256: ", "# inputs sha256: ", "TABLE_SHA256 = ")
 GUARD_LINE = re.compile(r'    "[\w.]+": "[0-9a-f]{64}",')
 
 
@@ -245,7 +245,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     assert "            grad_scale=grad_scale," in added
     # The common value by its exact type, the rest through the kind's function.
     assert "        if type(value) in (str, bool, int, float):" in added
-    assert "            grad_scale = value" in added
+    assert "            grad_scale: float | None = value" in added
     assert any(line.startswith("            grad_scale = rebuild_scalar(") for line in added)
 
 
@@ -267,7 +267,7 @@ def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
     defaults, set_here = ModuleShardingSpec(), {"out_names": ["y"], "skip_source_lowering": 2}
     expected = []
     for row in PARAM_PLAN_SPEC_FIELDS:
-        if presence_of(row).writes(set_here.get(row.name, getattr(defaults, row.name))):
+        if crossing_of(row).writes(set_here.get(row.name, getattr(defaults, row.name))):
             expected.append(row.key)
         if row.name == "skip_source_lowering":  # GRAD_SCALE's row follows it
             expected.append("grad_scale")

@@ -27,9 +27,8 @@ from generator.config import load_config
 from generator.errors import GeneratorError
 from generator.table import LoadedTable, load_tables, validate
 from shardplan import reference
-from shardplan.convert import kinds
 from shardplan.errors import FreezeError, MetaError
-from shardplan.table.rows import Presence, default_literal
+from shardplan.table.kinds import KIND_NAMES, default_literal, resolve
 from shardplan.table.spec_fields import GROUP_PARAM_PLAN, SpecField
 from tests.additions import NewField
 from tests.helpers import REPO, copy_repo, run_python_here, run_specgen_here
@@ -56,8 +55,8 @@ def _names(step: str) -> list[str]:
     derived = {"sharded_params"}  # computed from the entries, named by no field's row
     return [
         name
-        for name, steps in kinds.KIND_NAMES.items()
-        if step in steps and steps[step][0] not in derived
+        for name, kind in KIND_NAMES.items()
+        if (meaning := getattr(kind, step)) is not None and meaning.record not in derived
     ]
 
 
@@ -113,12 +112,9 @@ def _default_of(field: dataclasses.Field[Any]) -> Any:
 def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) -> list[str]:
     """The laws the row breaks as freezing and rebuilding its values shows (the table-driven
     reference: the generated code gives the same, tests/test_laws.py)."""
-    presence = row.presence(
-        kinds.preset_of("freeze", row.freeze), kinds.preset_of("rebuild", row.rebuild), field
-    )
-    assert isinstance(presence, Presence), presence
+    crossing = resolve(row, field)
     default = _default_of(field)
-    reference.PRESENCE[NAME] = presence
+    reference.SPEC_CROSSINGS[NAME] = crossing
     try:
         broken = []
         absent = reference._rebuild_fields({}, (row,), "m", True)[NAME]
@@ -132,12 +128,12 @@ def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) 
             if row.key in frozen:
                 continue
             back = reference._rebuild_fields(frozen, (row,), "m", True)[NAME]
-            normalised = presence.written == "truthy" and not value and not back
+            normalised = crossing.written == "truthy" and not value and not back
             if not (_same(back, value) or normalised):
                 broken.append(f"(b): {value!r} was not written and came back {back!r}")
         return broken
     finally:
-        del reference.PRESENCE[NAME]
+        del reference.SPEC_CROSSINGS[NAME]
 
 
 def _fits(message: str) -> list[tuple[str, str]]:

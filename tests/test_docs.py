@@ -95,23 +95,22 @@ def test_every_section_of_the_contract_the_code_cites_exists() -> None:
 def test_the_field_reference_lists_every_kind_name_with_its_records() -> None:
     """generated/fields.md's "Kind names" (rendered from the kinds module, so `make check`
     keeps it fresh) has a row for every name, naming the functions it calls."""
-    from generator.kinds import read_kinds
-    from shardplan.table import format as form
+    from shardplan.table.kinds import KIND_NAMES
 
-    facts = read_kinds(REPO, "shardplan.convert.kinds", form)
     section = (REPO / "generated" / "fields.md").read_text().partition("## Kind names")[2]
     rows = {m[1]: m[0] for m in re.finditer(r"^\| `(\w+)` \|.*$", section, re.M)}
-    assert set(rows) == set(facts.names)
-    for name, steps in facts.names.items():
-        for step, (record, _) in steps.items():
-            assert f"`{step}_{record}`" in rows[name], (name, step)
+    assert set(rows) == set(KIND_NAMES)
+    for name, kind in KIND_NAMES.items():
+        if kind.freeze:
+            assert f"`freeze_{kind.freeze.record}`" in rows[name], name
+        if kind.rebuild:  # a derived key's record checks instead
+            assert re.search(rf"`(rebuild|check)_{kind.rebuild.record}`", rows[name]), name
 
 
 def test_every_kind_record_has_a_row_in_the_contracts_records_table() -> None:
-    from generator.kinds import read_kinds
-    from shardplan.table import format as form
+    from shardplan.table.kinds import KINDS
 
-    records = set(read_kinds(REPO, "shardplan.convert.kinds", form).records)
+    records = set(KINDS)
     section = CONTRACT.read_text().partition("## §4")[2].partition("<!-- kinds table")[0]
     rows = set(re.findall(r"^\| `(\w+)` \|", section, re.M))
     assert rows == records, f"records missing from §4: {records - rows}; gone: {rows - records}"
@@ -168,6 +167,29 @@ def test_every_specgen_command_and_option_is_in_the_cli_page() -> None:
         if option not in named
     }
     assert missing == set(), f"docs/cli.md does not name: {sorted(missing)}"
+
+
+def test_every_shardplan_command_and_option_is_in_the_cli_page() -> None:
+    import argparse
+
+    from shardplan.cli import _parser
+
+    text = CLI_PAGE.read_text().partition("## shardplan\n")[2].partition("## shardplan-demo")[0]
+    named = set(re.findall(r"`(?:shardplan )?(-{0,2}[\w-]+)[^`]*`", text))
+    shown = set()
+    for action in _parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                shown.add(name)
+                shown |= {o for a in sub._actions for o in a.option_strings}
+    assert shown - named == set(), f"docs/cli.md's shardplan section does not name {shown - named}"
+
+
+def test_the_torchrun_options_the_docs_use_are_torchruns() -> None:
+    from torch.distributed.run import get_args_parser
+
+    known = {o for a in get_args_parser()._actions for o in a.option_strings}
+    assert TORCHRUN_OPTIONS <= known
 
 
 def test_every_demo_option_is_in_the_cli_page() -> None:
@@ -285,6 +307,15 @@ def _tox_envs() -> set[str]:
     return set(re.findall(r"[\w-]+", listed[1])) if listed else set()
 
 
+# The torchrun options the docs use (torch.distributed.run's, checked against its parser).
+TORCHRUN_OPTIONS = {
+    "--standalone",
+    "--nproc-per-node",
+    "--nnodes",
+    "--rdzv-backend",
+    "--rdzv-endpoint",
+    "--rdzv-id",
+}
 # Commands a sh block may hold that are not this repository's: nothing to check.
 NOT_OURS = {"git", "pip", "rm", "cd"}
 READ_ONLY = {"table", "check"}  # specgen commands cheap and safe to run in place
@@ -326,6 +357,28 @@ def _check_command(words: list[str], where: str) -> None:
     elif program == "shardplan-demo":
         options = {a.partition("=")[0] for a in args if a.startswith("-")}
         assert options <= _demo_options(), f"{where}: shardplan-demo has no {options}"
+    elif program == "shardplan":
+        from shardplan.cli import BadInput, _parser
+
+        if args[:1] == ["demo"]:
+            options = {a for a in args[1:] if a.startswith("-")}
+            assert options <= _demo_options(), f"{where}: shardplan demo has no {options}"
+            return
+        try:
+            _parser().parse_args(args)
+        except (BadInput, SystemExit) as exc:
+            raise AssertionError(f"{where}: shardplan {' '.join(args)}: a usage error") from exc
+    elif program == "torchrun":
+        # torchrun's own options, then the module it runs and that module's options.
+        assert "-m" in args, f"{where}: torchrun runs no module"
+        module, options = args[args.index("-m") + 1], args[args.index("-m") + 2 :]
+        assert module == "shardplan.examples.demo", f"{where}: torchrun runs {module}"
+        shown = {a for a in options if a.startswith("-")}
+        assert shown <= _demo_options(), f"{where}: the demo has no {shown}"
+        launcher = set(a.partition("=")[0] for a in args[: args.index("-m")] if a.startswith("-"))
+        assert (
+            launcher <= TORCHRUN_OPTIONS
+        ), f"{where}: torchrun has no {launcher - TORCHRUN_OPTIONS}"
     else:
         assert program in NOT_OURS, f"{where}: {program}: classify it in tests/test_docs.py"
 

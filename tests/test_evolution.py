@@ -17,7 +17,7 @@ import pytest
 from generator.evolution import Changes, classify, lock_of
 from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
-from shardplan.table.rows import Presence
+from shardplan.table.kinds import KINDS, Crossing, Written
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
 from shardplan.table.spec_fields import SPEC_FIELDS
@@ -30,7 +30,7 @@ REGION_ROW = (
     '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
     '              doc="Whether the module dispatches its region as a whole."),\n'
 )
-REGION_FIELD = "    region_dispatch: bool | None = None\n"
+REGION_FIELD = "    region_dispatch: Scalar | None = None\n"
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
 
@@ -315,8 +315,18 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
         source_file="t.py",
         digest="d" * 64,
         cls="t:T",
-        presences={r.name: Presence(r.written or "not None", r.absent or "None") for r in rows},
-        records={r.name: {"freeze": r.freeze, "rebuild": r.rebuild} for r in rows},
+        crossings={
+            r.name: Crossing(
+                freeze=r.freeze,
+                rebuild=r.rebuild,
+                written=Written(r.written or "not None"),
+                absent=r.absent or "None",
+                annotation="str | None",
+                freeze_record=KINDS["scalar"],
+                rebuild_record=KINDS["scalar"],
+            )
+            for r in rows
+        },
     )
     return Tables((spec,))
 
@@ -413,10 +423,10 @@ IN_DST_ROW = (
             f"table row {ROW['in_dst']} (in_dst): a row that crosses the artifact needs a one-line doc",
         ),
         (
-            "shardplan/convert/kinds.py",
-            '        "schema": {"type": ["integer", "boolean"]},\n',
+            "shardplan/table/kinds.py",
+            '        schema={"type": ["integer", "boolean"]},\n',
             "",
-            "KINDS['int_or_true'] has no schema: state it in the record",
+            "missing 1 required keyword-only argument: 'schema'",
         ),
     ],
     ids=["alias_clash", "retired_clash", "retired_group", "retired_reserved", "no_doc", "fragment"],

@@ -29,6 +29,10 @@ HOMES = {
     "MetaError": "shardplan.errors",
     "FreezeError": "shardplan.errors",
     "ApplyError": "shardplan.errors",
+    # The errors the docs tell users to catch, without importing torch to name them.
+    "UntrustedTarget": "shardplan.errors",
+    "ArtifactWriteError": "shardplan.errors",
+    "StaleGeneratedCode": "shardplan.staleness",
 }
 # What needs torch by nature: the generated code and the torch integration.
 NEED_TORCH = {"freeze_plan", "rebuild_plan", "write_plan", "read_plan", "apply_plan", "check_fit"}

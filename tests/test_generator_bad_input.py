@@ -97,13 +97,13 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         edit_add_row('SpecField("class", "klass", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'),
         "(class): name is not a Python identifier",
     ),
-    "name shadowing a generated local": (
+    "name shadowing the spec module's own": (
         edit_add_field(
-            "rules", 'SpecField("rules", "rules", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
+            "field", 'SpecField("field", "field", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
         ),
-        f"table row {added_row_number()} (rules): name 'rules' clashes with the generated code: "
-        "generated/rebuild.py names a Python variable after the field, and already binds it as "
-        "a local of _rebuild_modules().\n  Rename the field (and its row).",
+        f"table row {added_row_number()} (field): name 'field' shadows a name the class's "
+        "module binds itself (shardplan/table/spec.py imports it): a field of that name hides "
+        "it in the class body.\n  Rename the field (and its row).",
     ),
     "injections key the artifact format reserves": (
         edit_add_field(
@@ -177,7 +177,9 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "template rendering invalid Python": (
         edit_replace(
-            "templates/rebuild.py.j2", "    return modules\n", "    return modules modules\n"
+            "templates/rebuild.py.j2",
+            "    return {{ w.modules }}\n",
+            "    return modules modules\n",
         ),
         "templates/rebuild.py.j2 rendered invalid Python at line",
     ),

@@ -13,7 +13,6 @@ from torch.distributed.tensor import Partial, Replicate, Shard
 from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.artifact.meta import CodegenMeta
-from shardplan.convert import kinds
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -161,12 +160,12 @@ def written_by_kind(row: Any) -> Any:
     if row.freeze in WRITTEN_BY_KIND:
         value = WRITTEN_BY_KIND[row.freeze]
         # Names its rebuild kind gives back as a tuple are set as a tuple.
-        as_tuple = kinds.record_of("rebuild", row.rebuild) == "name_tuple"
+        as_tuple = strategies.crossing_of(row).rebuild == "name_tuple"
         return tuple(value) if as_tuple and isinstance(value, list) else value
     rng = random.Random(row.name)
     for _ in range(100):
         value = strategies.POOLS[row.freeze](rng)
-        if value is not None and strategies.presence_of(row).writes(value):
+        if value is not None and strategies.crossing_of(row).writes(value):
             if strategies._reads_back(row, value):
                 return value
     raise AssertionError(
@@ -229,7 +228,7 @@ def test_a_default_spec_writes_exactly_the_keys_written_for_their_default() -> N
     expected = [
         row.key
         for row in PARAM_PLAN_SPEC_FIELDS
-        if strategies.presence_of(row).writes(getattr(defaults, row.name))
+        if strategies.crossing_of(row).writes(getattr(defaults, row.name))
     ]
     entry = frozen_entry()
     assert list(entry) == expected
@@ -383,7 +382,7 @@ def test_absent_key_rebuilds_to_the_documented_default(name: str, default: Any) 
 def test_null_key_rebuilds_like_an_absent_one(name: str, key: str) -> None:
     """Leniently; where freeze writes None as null (not the default), null is None."""
     row = next(f for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS) if f.name == name)
-    expected = None if strategies.presence_of(row).null_is_none else REBUILD_DEFAULTS[name]
+    expected = None if strategies.crossing_of(row).null_is_none else REBUILD_DEFAULTS[name]
     assert_same(getattr(rebuilt(**{key: None}), name), expected)
 
 

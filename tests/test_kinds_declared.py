@@ -1,13 +1,12 @@
-"""A kind is one record (issue 23): its entry in KINDS, beside its functions
-``freeze_<record>`` / ``rebuild_<record>``, in shardplan/convert/kinds.py; the kind names
-rows use are one mapping (KIND_NAMES): for each step a name serves, a record plus the write
-condition (freeze) or absent value (rebuild) it says. The
-templates only print the blocks the generator decides. A kind cannot be half-added: each
-missing piece, and a row naming such a kind, exits 2 naming what is missing, and leaves
-generated/ as it was.
+"""A kind is one record (issues 23, 43): a typed ``Record`` in ``KINDS`` of
+shardplan/table/kinds.py, whose functions ``freeze_<record>`` / ``rebuild_<record>`` live
+in shardplan/convert/kinds.py; the kind names rows use are one mapping (``KIND_NAMES``):
+for each step a name serves, a record plus the write condition (freeze) or absent value
+(rebuild) it says. The templates only print the blocks the generator decides. A kind
+cannot be half-added: each missing piece, and a row naming such a kind, exits 2 naming
+what is missing, and leaves generated/ as it was.
 
-The generator runs in this process (tests.helpers.run_specgen_here). Real processes: only
-the README steps (`make codegen`, then pytest in the copy), which are what a developer runs.
+The generator runs in this process (tests.helpers.run_specgen_here).
 """
 
 from __future__ import annotations
@@ -19,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from shardplan.convert import kinds
-from shardplan.table.format import WRITTEN_CONDITIONS
+from shardplan.table.kinds import KIND_NAMES, KINDS, Written
 from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.additions import set_row_argument
 from tests.helpers import REPO, replace_once, run_specgen_here, snapshot
 
-KINDS = "shardplan/convert/kinds.py"
+FUNCTIONS = "shardplan/convert/kinds.py"
+DATA = "shardplan/table/kinds.py"
 MACROS = "templates/kinds.j2"
 TABLE = "shardplan/table/spec_fields.py"
 
@@ -32,7 +32,7 @@ TABLE = "shardplan/table/spec_fields.py"
 def _fresh_kind() -> str:
     """README's example name, or the next free one where the kinds module already has it
     (a user who followed README's "Adding a kind" literally)."""
-    taken = {*kinds.KINDS, *kinds.KIND_NAMES, *dir(kinds)}
+    taken = {*KINDS, *KIND_NAMES, *dir(kinds)}
     n = 1
     while (name := "int_nonzero" if n == 1 else f"int_nonzero_{n}") in taken or (
         f"freeze_{name}" in taken
@@ -56,21 +56,21 @@ FUNCTION = k(
 )
 # The new kind's record: it reads back through the int record's rebuild.
 RECORD = k(
-    '"int_nonzero": {"reads_back": ("int",), "shows": "integer", '
-    '"schema": {"type": "integer"}, "held_as": "int"}'
+    '"int_nonzero": Record(shows="integer", schema={"type": "integer"}, held_as="int", '
+    'reads_back=("int",))'
 )
 # The new kind's name: what a row naming it means, for the one step it serves.
-NAME = k('"int_nonzero": {"freeze": ("int_nonzero", "truthy")}')
+NAME = k('"int_nonzero": KindName(freeze=Writes("int_nonzero", Written.TRUTHY))')
 EP_SIZE_ROW = 'SpecField("_ep_size", "ep_size", GROUP_INJECTIONS, "int_truthy", "int_truthy",'
 
 
 def declare(root: Path, name: str, line: str) -> None:
-    """Add ``line`` (one entry) to the dict literal ``name`` of the kinds module, wherever
-    its last entry is: the test does not lean on the text of any kind's line."""
-    path = root / KINDS
+    """Add ``line`` (one entry) to the dict ``name`` of the kinds module, wherever its last
+    entry is: the test does not lean on the text of any kind's line."""
+    path = root / DATA
     text = path.read_text()
     opening = re.search(rf"^{name}: dict\[[^\n]*\] = {{\n", text, re.M)
-    assert opening, f"test setup: no {name} literal in {KINDS}"
+    assert opening, f"test setup: no {name} dict in {DATA}"
     path.write_text(text[: opening.end()] + f"    {line},\n" + text[opening.end() :])
 
 
@@ -107,27 +107,30 @@ def test_a_record_without_its_function_exits_2(repo_copy: Path) -> None:
 
 
 def test_a_function_without_its_record_exits_2(repo_copy: Path) -> None:
-    append(repo_copy, KINDS, FUNCTION)
+    append(repo_copy, FUNCTIONS, FUNCTION)
     refused(repo_copy, k("function freeze_int_nonzero has no record in KINDS"))
 
 
-def test_a_record_missing_a_field_exits_2(repo_copy: Path) -> None:
-    append(repo_copy, KINDS, FUNCTION)
-    declare(repo_copy, "KINDS", RECORD.replace(', "held_as": "int"', ""))
-    refused(repo_copy, k("KINDS['int_nonzero'] has no held_as"))
+def test_a_record_missing_a_field_exits_2_naming_its_line(repo_copy: Path) -> None:
+    append(repo_copy, FUNCTIONS, FUNCTION)
+    declare(repo_copy, "KINDS", RECORD.replace(', held_as="int"', ""))
+    line = (repo_copy / DATA).read_text().splitlines().index(
+        f"    {RECORD},".replace(', held_as="int"', "")
+    ) + 1
+    refused(repo_copy, f"{DATA}:{line}: cannot import the kinds module", "argument: 'held_as'")
 
 
 def test_a_name_whose_record_does_not_exist_exits_2(repo_copy: Path) -> None:
     declare(repo_copy, "KIND_NAMES", NAME)
     refused(
         repo_copy,
-        k("KIND_NAMES['int_nonzero']['freeze']: record 'int_nonzero' has no freeze_int_nonzero"),
+        k("KIND_NAMES['int_nonzero']: freeze record 'int_nonzero' has no freeze_int_nonzero"),
     )
 
 
 def test_a_record_no_kind_name_stands_for_exits_2(repo_copy: Path) -> None:
     """Rows use only the names: a record none of them stands for could never be used."""
-    append(repo_copy, KINDS, FUNCTION)
+    append(repo_copy, FUNCTIONS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
     refused(repo_copy, k("KINDS['int_nonzero'] has no kind name: name it in KIND_NAMES"))
 
@@ -135,10 +138,10 @@ def test_a_record_no_kind_name_stands_for_exits_2(repo_copy: Path) -> None:
 def test_a_record_name_is_no_kind_name_a_row_may_use(repo_copy: Path) -> None:
     """One vocabulary: a row naming a record ('names') rather than a kind name is refused,
     listing the names."""
-    record = next(record for record in kinds.KINDS if record not in kinds.KIND_NAMES)
+    record = next(record for record in KINDS if record not in KIND_NAMES)
     row = next(row for row in SPEC_FIELDS if row.freeze)  # found in the table, not its text
     set_row_argument(repo_copy, TABLE, "SPEC_FIELDS", row.name, 3, repr(record))
-    names = sorted(name for name, steps in kinds.KIND_NAMES.items() if "freeze" in steps)
+    names = sorted(name for name, kind in KIND_NAMES.items() if kind.freeze)
     refused(repo_copy, f"unknown freeze kind {record!r}", f"Known kinds: {', '.join(names)}.")
 
 
@@ -146,30 +149,20 @@ def test_a_record_name_is_no_kind_name_a_row_may_use(repo_copy: Path) -> None:
     ("name", "message"),
     [
         (
-            k('"int_nonzero": {"freeze": ("int", "")}'),
-            k("KIND_NAMES['int_nonzero']['freeze']: the write condition must be one of"),
+            k('"int_nonzero": KindName(freeze=Writes("int", "sometimes"))'),
+            "'sometimes' is not a valid Written",
         ),
+        (k('"int_nonzero": KindName()'), k("KIND_NAMES['int_nonzero'] serves no step")),
         (
-            k('"int_nonzero": {"freeze": ("int",)}'),
-            k("KIND_NAMES['int_nonzero']['freeze'] must be (record, presence), two strings"),
-        ),
-        (
-            k('"int_nonzero": {"read": ("int", "")}'),
-            k('KIND_NAMES[\'int_nonzero\'] must be {"freeze": (record, written), "rebuild"'),
-        ),
-        (
-            k('"int_nonzero": {"rebuild": ("int", "zero")}'),
-            k(
-                "KIND_NAMES['int_nonzero']['rebuild']: the absent value 'zero' is not a Python literal"
-            ),
+            k('"int_nonzero": KindName(rebuild=Reads("int", "zero"))'),
+            k("KIND_NAMES['int_nonzero']: the absent value 'zero' is not a Python literal"),
         ),
     ],
-    ids=["no-write-condition", "no-presence", "no-step", "absent-not-a-literal"],
+    ids=["no-write-condition", "no-step", "absent-not-a-literal"],
 )
 def test_a_kind_name_that_does_not_say_its_meaning_exits_2(
     repo_copy: Path, name: str, message: str
 ) -> None:
-    """Every write condition is explicit: no name leaves it to a default."""
     declare(repo_copy, "KIND_NAMES", name)
     refused(repo_copy, message)
 
@@ -180,7 +173,7 @@ def test_a_row_naming_a_kind_that_exists_nowhere_exits_2(repo_copy: Path) -> Non
 
 
 def test_a_row_with_a_presence_that_is_no_condition_exits_2_naming_it(repo_copy: Path) -> None:
-    append(repo_copy, KINDS, FUNCTION)
+    append(repo_copy, FUNCTIONS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
     declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy, 'written="sometimes", ')
@@ -188,9 +181,9 @@ def test_a_row_with_a_presence_that_is_no_condition_exits_2_naming_it(repo_copy:
 
 
 def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> None:
-    """The README recipe: the function, its record and its kind name, in the kinds module
-    alone; a row uses the name; the templates print the block."""
-    append(repo_copy, KINDS, FUNCTION)
+    """The README recipe: the function, its record and its kind name; a row uses the
+    name; the templates print the block."""
+    append(repo_copy, FUNCTIONS, FUNCTION)
     declare(repo_copy, "KINDS", RECORD)
     declare(repo_copy, "KIND_NAMES", NAME)
     freeze_ep_size_with_int_nonzero(repo_copy)
@@ -208,7 +201,7 @@ def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> 
 
 
 def test_the_kinds_are_declared_once_and_no_template_names_one() -> None:
-    """Only shardplan/convert/kinds.py states the records and the names' presets; the
+    """Only shardplan/table/kinds.py states the records and the names' presets; the
     templates print what the generator decides and name no kind."""
     sources = {
         path.relative_to(REPO).as_posix(): path.read_text()
@@ -218,87 +211,63 @@ def test_the_kinds_are_declared_once_and_no_template_names_one() -> None:
     }
     for name in ("KINDS", "KIND_NAMES"):
         defining = [p for p, text in sources.items() if re.search(rf"^{name}\b.*=", text, re.M)]
-        assert defining == [KINDS], (name, defining)
+        assert defining == [DATA], (name, defining)
     templates = "".join(text for path, text in sources.items() if path.endswith(".j2"))
-    for kind in (*kinds.KINDS, *kinds.KIND_NAMES):
+    for kind in (*KINDS, *KIND_NAMES):
         assert not re.search(rf"\b{kind}\(", templates), kind
         assert f'"{kind}"' not in templates, kind
 
 
 def test_the_records_cover_exactly_the_kind_functions() -> None:
-    tree = ast.parse((REPO / KINDS).read_text())
+    tree = ast.parse((REPO / FUNCTIONS).read_text())
     functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    steps = {f.partition("_")[2] for f in functions if f.startswith(("freeze_", "rebuild_"))}
-    assert steps == set(kinds.KINDS)
+    prefixes = ("freeze_", "rebuild_", "check_")
+    steps = {f.partition("_")[2] for f in functions if f.startswith(prefixes)}
+    assert steps == set(KINDS)
 
 
 def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
     """The seed's names stand for 12 records: bool_default_true and _false are bool
     with another absent value; name_list, attr_list and opt_name_list are names written
     when truthy, not None and always; every name states its write condition."""
-    assert kinds.record_of("rebuild", "bool_default_true") == "bool"
-    assert kinds.record_of("rebuild", "bool_default_false") == "bool"
-    assert (
-        kinds.preset_of("rebuild", "bool_default_true"),
-        kinds.preset_of("rebuild", "bool_default_false"),
-    ) == ("True", "False")
-    names = {kinds.record_of("freeze", n) for n in ("name_list", "attr_list", "opt_name_list")}
-    assert names == {"names"}
-    assert [kinds.preset_of("freeze", n) for n in ("name_list", "attr_list", "opt_name_list")] == [
-        "truthy",
-        "not None",
-        "always",
-    ]
-    assert kinds.function_of("freeze", "plain") is kinds.function_of("freeze", "scalar")
-    assert len(kinds.KINDS) < len(kinds.KIND_NAMES)
-    assert kinds.KIND_NAMES["bool"]["freeze"] == ("bool", "always")
-    conditions = {steps["freeze"][1] for steps in kinds.KIND_NAMES.values() if "freeze" in steps}
-    assert conditions == set(WRITTEN_CONDITIONS)  # every condition has a name that says it
+    true, false = KIND_NAMES["bool_default_true"].rebuild, KIND_NAMES["bool_default_false"].rebuild
+    assert true and false and (true.record, false.record) == ("bool", "bool")
+    assert (true.absent, false.absent) == ("True", "False")
+    lists = [KIND_NAMES[n].freeze for n in ("name_list", "attr_list", "opt_name_list")]
+    assert {w.record for w in lists if w} == {"names"}
+    assert [w.written for w in lists if w] == [Written.TRUTHY, Written.NOT_NONE, Written.ALWAYS]
+    assert KIND_NAMES["plain"].freeze == KIND_NAMES["scalar"].freeze
+    assert len(KINDS) < len(KIND_NAMES)
+    conditions = {kind.freeze.written for kind in KIND_NAMES.values() if kind.freeze}
+    assert conditions == set(Written)  # every condition has a name that says it
 
 
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
         (
-            '"freeze_shortcut": ("is", "str", "bool"),',
-            '"freeze_shortcut": ("is", "list"),',
-            "KINDS['scalar'][freeze_shortcut]: ('is', ...) takes type names among",
+            'rebuild_shortcut=Shortcut(call="common_string_tuple"),',
+            'rebuild_shortcut=Shortcut(call="common_tuple_of_nothing"),',
+            "KINDS['name_tuple']: shortcut 'common_tuple_of_nothing' is no function the module "
+            "defines",
         ),
         (
-            '"rebuild_shortcut": ("call", "common_string_tuple"),',
-            '"rebuild_shortcut": ("call", "common_tuple_of_nothing"),',
-            "KINDS['name_tuple'][rebuild_shortcut]: ('call', name) needs a function this "
-            "module defines",
-        ),
-        (
-            '"held_as": "int | bool",',
-            '"held_as": "int | bool",\n        "freeze_shortcut": ("is", "int"),',
+            'held_as="int | bool",',
+            'held_as="int | bool",\n        freeze_shortcut=Shortcut(exactly=(int,)),',
             "KINDS['int_or_true']: freeze_shortcut, but there is no freeze_int_or_true",
         ),
         (
-            '"write_shortcut": ("call", "writable_table", "live_tables_writable"),',
-            '"write_shortcut": ("call", "writable_table", "no_such_check"),',
-            "KINDS['placements'][write_shortcut]: ('call', name) needs a function this "
-            "module defines",
-        ),
-        (
-            '"write_shortcut": ("call", "writable_table", "live_tables_writable"),',
-            '"write_shortcut": ("call", "writable_table"),',
-            "KINDS['placements'][write_shortcut] must be (\"call\", function, check)",
+            'WriteShortcut("writable_table", "live_tables_writable")',
+            'WriteShortcut("writable_table", "no_such_check")',
+            "KINDS['placements']: shortcut 'no_such_check' is no function the module defines",
         ),
     ],
-    ids=[
-        "a type JSON lacks",
-        "an undefined function",
-        "a step the record lacks",
-        "a write check undefined",
-        "a write shortcut without its check",
-    ],
+    ids=["an undefined function", "a step the record lacks", "a write check undefined"],
 )
 def test_a_bad_shortcut_declaration_exits_2_naming_it(
     repo_copy: Path, old: str, new: str, message: str
 ) -> None:
-    replace(repo_copy, KINDS, old, new)
+    replace(repo_copy, DATA, old, new)
     refused(repo_copy, message)
 
 

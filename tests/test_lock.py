@@ -22,13 +22,13 @@ from tests.helpers import replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
-KINDS = "shardplan/convert/kinds.py"
+KINDS = "shardplan/table/kinds.py"
 LOCK = "generated/table.lock.json"
 REGION_ROW = (
     '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
     '              doc="Whether the module dispatches its region as a whole."),\n'
 )
-REGION_FIELD = "    region_dispatch: bool | None = None\n"
+REGION_FIELD = "    region_dispatch: Scalar | None = None\n"
 OUT_NAMES_KEY = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN,'
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
@@ -286,8 +286,8 @@ def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None
     edit(
         repo_copy,
         KINDS,
-        '    "bool_default_true": {"rebuild": ("bool", "True")},\n',
-        '    "bool_default_true": {"rebuild": ("bool", "False")},\n',
+        '    "bool_default_true": KindName(rebuild=Reads("bool", "True")),\n',
+        '    "bool_default_true": KindName(rebuild=Reads("bool", "False")),\n',
     )
     edit(repo_copy, SPEC, "    is_boundary: bool = True\n", "    is_boundary: bool = False\n")
     edit(
@@ -329,8 +329,8 @@ def test_changing_a_kind_names_write_condition_changes_the_bytes(repo_copy: Path
     edit(
         repo_copy,
         KINDS,
-        '"name_list": {"freeze": ("names", "truthy"),',
-        '"name_list": {"freeze": ("names", "not None"),',
+        '"name_list": KindName(Writes("names", Written.TRUTHY),',
+        '"name_list": KindName(Writes("names", Written.NOT_NONE),',
     )
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -8,6 +8,7 @@ is in this process (tests.helpers.project_imported_from).
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -35,9 +36,12 @@ def _module_file(dotted: str) -> str:
 
 
 def _configured_inputs() -> list[str]:
-    """Every file [tool.specgen] names as an input, and one file of each folder it names."""
+    """Every file [tool.specgen] names as an input (the kinds module's functions module
+    too), and one file of each folder it names."""
     config = load_config(REPO)
+    functions = importlib.import_module(config.kinds).FUNCTIONS
     files = ["pyproject.toml", _module_file(config.format), _module_file(config.kinds)]
+    files.append(_module_file(functions))
     for table in config.tables:
         files += [_module_file(table.rows), _module_file(table.retired), _module_file(table.cls)]
     templates = sorted(p for p in config.templates.rglob("*") if p.is_file())

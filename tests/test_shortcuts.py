@@ -1,8 +1,8 @@
 """The kinds' shortcuts change speed only: each gives what its kind's function gives.
 
 Generated code tries a kind's shortcut (the records' freeze_shortcut and rebuild_shortcut in
-shardplan/convert/kinds.py) before the function: a ("call", name) shortcut must give the
-function's result or a falsy value; an ("is", type, ...) shortcut promises the function
+shardplan/table/kinds.py) before the function: a ``Shortcut(call=name)`` must give the
+function's result or a falsy value; a ``Shortcut(exactly=types)`` promises the function
 gives a value of exactly those types back as it is. Checked here against the functions,
 on the closure tests' value set (freeze) and on JSON values and placement tables
 (rebuild), plus the generated code's choice of shortcut for a row whose pair is not
@@ -17,14 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.distributed.tensor import Shard
 
-from generator.kinds import read_kinds
+from generator.blocks import _freeze_shortcut
 from shardplan.convert import kinds
 from shardplan.errors import FreezeError, MetaError
-from shardplan.table import format as format_module
+from shardplan.table.kinds import KINDS, Shortcut, resolve
+from shardplan.table.rows import SpecField
 from tests.helpers import REPO
 from tests.test_closure import VALUES
-
-TYPES = {"bool": bool, "int": int, "float": float, "str": str}
 
 PLACEMENT_TEXTS = st.sampled_from(["R", "S(0)", "S(-1)", "SS(0,2)", "P(sum)", "P(avg)", "S(x)", ""])
 JSON_SCALARS = st.one_of(
@@ -54,15 +53,15 @@ def _outcome(call: Any, *args: Any) -> tuple[str, Any]:
         return "refused", str(exc)
 
 
-def _check(step: str, kind: str, how: tuple[str, ...], value: Any) -> None:
+def _check(step: str, kind: str, how: Shortcut, value: Any) -> None:
     function = getattr(kinds, f"{step}_{kind}")
     full = _outcome(function, value, "p")
-    if how[0] == "call":
-        short = getattr(kinds, how[1])(value)
+    if how.call:
+        short = getattr(kinds, how.call)(value)
         if short:  # a falsy result sends generated code to the function
             assert full == ("ok", short), (kind, value)
             assert type(full[1]) is type(short)
-    elif type(value) in {TYPES[name] for name in how[1:]}:
+    elif type(value) in how.exactly:
         assert full[0] == "ok" and full[1] is value, (kind, value)
 
 
@@ -70,16 +69,16 @@ def _check(step: str, kind: str, how: tuple[str, ...], value: Any) -> None:
 # would draw, for the cost of drawing them once.
 @given(value=VALUES)
 def test_each_freeze_shortcut_gives_what_its_kind_gives(value: Any) -> None:
-    for kind, record in kinds.KINDS.items():
-        if "freeze_shortcut" in record:
-            _check("freeze", kind, record["freeze_shortcut"], value)
+    for kind, record in KINDS.items():
+        if record.freeze_shortcut:
+            _check("freeze", kind, record.freeze_shortcut, value)
 
 
 @given(value=REBUILD_VALUES)
 def test_each_rebuild_shortcut_gives_what_its_kind_gives(value: Any) -> None:
-    for kind, record in kinds.KINDS.items():
-        if "rebuild_shortcut" in record:
-            _check("rebuild", kind, record["rebuild_shortcut"], value)
+    for kind, record in KINDS.items():
+        if record.rebuild_shortcut:
+            _check("rebuild", kind, record.rebuild_shortcut, value)
 
 
 def test_the_shortcuts_are_taken_for_the_common_values() -> None:
@@ -98,10 +97,13 @@ def test_freeze_takes_a_type_shortcut_only_for_types_the_rebuild_kind_gives_back
     """is_boundary (scalar -> bool_default_true) is not a closed pair: freeze reads its
     value back (admit), so only a bool, which bool_default_true gives back as it is,
     skips that; a str must still be refused by the read-back."""
-    facts = read_kinds(REPO, "shardplan.convert.kinds", format_module)
-    assert facts.freeze_shortcut("scalar", "opt_scalar") == ("is", "str", "bool")
-    assert facts.freeze_shortcut("scalar", "bool_default_true") == ("is", "bool")
-    assert facts.freeze_shortcut("int_truthy", "int_truthy") == ()
+
+    def shortcut(freeze: str, rebuild: str) -> tuple[str, tuple[type, ...]]:
+        return _freeze_shortcut(resolve(SpecField("x", "x", "param_plan", freeze, rebuild), None))
+
+    assert shortcut("scalar", "opt_scalar") == ("", (str, bool))
+    assert shortcut("scalar", "bool_default_true") == ("", (bool,))
+    assert shortcut("int_truthy", "int_truthy") == ("", ())
     generated = (REPO / "generated" / "freeze.py").read_text()
     block = generated[generated.index("# is_boundary:") : generated.index("# region_dispatch:")]
     assert "if type(value) is bool" in block and "admit(" in block

@@ -196,7 +196,7 @@ def _stdlib_tokens_indented(document: dict[str, Any]) -> bytes | None:
     # No circular check (it costs a third of the time): _str_keys_only has already refused
     # a cycle (RecursionError). The collector is paused: sorting keys builds a list of
     # pairs per object.
-    was_enabled = pause_collector()
+    paused = pause_collector()
     try:
         tokens = json.dumps(
             document, sort_keys=True, allow_nan=False, check_circular=False, separators=(",", ":")
@@ -204,7 +204,7 @@ def _stdlib_tokens_indented(document: dict[str, Any]) -> bytes | None:
     except (TypeError, ValueError, RecursionError):
         return None
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
     return _indent(tokens.encode("ascii"))
 
 
@@ -235,13 +235,13 @@ def decode(data: bytes | str) -> Any | None:
         data = data.encode("ascii")
     elif not data.isascii():
         return None  # also sends invalid UTF-8 to the reader that names it
-    was_enabled = pause_collector()  # it builds a container per object: see collector.py
+    paused = pause_collector()  # it builds a container per object: see collector.py
     try:
         document = _DECODER.decode(data)
     except (msgspec.DecodeError, RecursionError, _Refused):
         return None
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
     if not isinstance(document, dict):
         return None
     # The decoded values are plain JSON types with stdlib float texts, so the read-back

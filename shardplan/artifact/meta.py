@@ -207,9 +207,10 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
     ``MAX_FILE_BYTES`` at the time of the call); a FIFO, a device, a socket or a folder is
     refused without being opened for reading, a larger file before it is read.
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
-        check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
+        file = file_path(path)
+        given = max_bytes is not None
         if max_bytes is None:
             max_bytes = MAX_FILE_BYTES
         elif type(max_bytes) is not int or max_bytes < 0:
@@ -217,14 +218,25 @@ def load_meta(path: str | Path, *, max_bytes: int | None = None) -> CodegenMeta:
                 "",
                 f"max_bytes: expected a number of bytes (an int >= 0), got {described(max_bytes)}",
             )
-        return _load_meta(Path(path), max_bytes)
+        return _load_meta(file, max_bytes, given)
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
-def _load_meta(path: Path, max_bytes: int) -> CodegenMeta:
+def file_path(path: object) -> Path:
+    """``path`` as a Path, refused (MetaError) unless it names a file: not a str or
+    os.PathLike, or empty (``Path("")`` is the current folder, which would be reported
+    as a folder that cannot be written)."""
+    check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
+    assert isinstance(path, (str, os.PathLike))
+    if os.fspath(path) in ("", b""):
+        raise MetaError("", "path: the path is empty; pass the artifact file's path")
+    return Path(path)
+
+
+def _load_meta(path: Path, max_bytes: int, given: bool = False) -> CodegenMeta:
     try:
-        return _read_meta(path, max_bytes)
+        return _read_meta(path, max_bytes, given)
     except MemoryError:
         pass  # raised below, outside this handler: the memory the read held is freed first
     raise MetaError(
@@ -234,8 +246,8 @@ def _load_meta(path: Path, max_bytes: int) -> CodegenMeta:
     )
 
 
-def _read_meta(path: Path, max_bytes: int) -> CodegenMeta:
-    raw = _read_regular_file(path, max_bytes)
+def _read_meta(path: Path, max_bytes: int, given: bool) -> CodegenMeta:
+    raw = _read_regular_file(path, max_bytes, given)
     data = jsoncodec.decode(raw)  # None unless the file is canonical: then read strictly
     if data is None:
         try:
@@ -264,7 +276,7 @@ def read_counted(
         return None
 
 
-def _read_regular_file(path: Path, max_bytes: int) -> bytes:
+def _read_regular_file(path: Path, max_bytes: int, given: bool = False) -> bytes:
     """The bytes of the regular file at ``path``, at most ``max_bytes`` of them.
 
     Anything else is refused before it is opened (opening a device can act on it), and
@@ -273,12 +285,12 @@ def _read_regular_file(path: Path, max_bytes: int) -> bytes:
     past the cap, so a file that grows, or reports no size (/proc), is bounded too.
     """
     try:
-        _refuse_unless_readable(path, os.stat(path), max_bytes)
+        _refuse_unless_readable(path, os.stat(path), max_bytes, given)
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
         with open(fd, "rb", buffering=0) as file:
             found = os.fstat(fd)
-            _refuse_unless_readable(path, found, max_bytes)
+            _refuse_unless_readable(path, found, max_bytes, given)
             # One read gives the whole file unless it grew; then read on, up to the cap, in
             # chunks of _READ_ON bytes: a read allocates all it asks for before it finds
             # EOF, which every read of a file that did not grow ends with.
@@ -296,14 +308,15 @@ def _read_regular_file(path: Path, max_bytes: int) -> bytes:
     except ValueError as exc:  # a NUL byte in the path
         raise MetaError("", f"cannot read {str(path)!r}: {exc}") from None
     if size > max_bytes:
-        _refuse_unless_readable(path, found, max_bytes, size)
+        _refuse_unless_readable(path, found, max_bytes, given, size)
     return parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
 
 
 def _refuse_unless_readable(
-    path: Path, found: os.stat_result, max_bytes: int, size: int | None = None
+    path: Path, found: os.stat_result, max_bytes: int, given: bool, size: int | None = None
 ) -> None:
-    """MetaError, naming the path and the fix, for what load_meta does not read."""
+    """MetaError, naming the path and the fix, for what load_meta does not read (``given``:
+    the cap is the caller's max_bytes, not MAX_FILE_BYTES)."""
     if stat.S_ISDIR(found.st_mode):
         raise MetaError(
             "",
@@ -323,9 +336,10 @@ def _refuse_unless_readable(
         held = f"more than the {max_bytes:,} bytes"
     else:
         return
+    cap = f"max_bytes={max_bytes}" if given else "MAX_FILE_BYTES"
     raise MetaError(
         "",
-        f"cannot read {path}: it holds {held} load_meta reads (MAX_FILE_BYTES): if it "
+        f"cannot read {path}: it holds {held} load_meta reads ({cap}): if it "
         "is an artifact, pass a larger cap, load_meta(path, max_bytes=...)",
     )
 
@@ -337,13 +351,13 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    was_enabled = pause_collector()  # first: see shardplan.collector
+    paused = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
-        check_argument(path, _PATH_TYPES, "a file path (str or os.PathLike)", MetaError, "path")
-        atomic_write_bytes(Path(path), meta_to_bytes(meta))
+        file = file_path(path)
+        atomic_write_bytes(file, meta_to_bytes(meta))
     finally:
-        resume_collector(was_enabled)
+        resume_collector(paused)
 
 
 __all__ = [
@@ -352,6 +366,7 @@ __all__ = [
     "CodegenMeta",
     "check_meta",
     "dump_meta",
+    "file_path",
     "load_meta",
     "meta_from_dict",
     "meta_from_json",

@@ -1,19 +1,15 @@
-"""The kinds of the field tables: what each conversion means (docs/contract.md §4, §5).
-
-A kind is one record (``KINDS``) and its functions: ``freeze_<record>`` (live -> JSON)
-and ``rebuild_<record>`` (JSON -> live), strict and plain; ``KIND_NAMES`` gives each kind
-name rows use its meaning for each step: a record plus when the key is written (freeze)
-or what its absence gives (rebuild). ``shardplan.reference`` dispatches to the functions
-by the names in the table; generated code calls them by name, one block per field.
-``path`` names the value's place for error messages.
+"""The kinds' functions (docs/contract.md §4, §5): each record of
+``shardplan.table.kinds.KINDS`` names its ``freeze_<record>`` (live -> JSON) and
+``rebuild_<record>`` (JSON -> live) here, and its shortcuts. Generated code calls them
+by name, one block per field; ``shardplan.reference`` by the names a row's crossing
+gives. ``path`` names the value's place for error messages.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from torch.distributed.tensor import Placement, Replicate
 
@@ -42,11 +38,13 @@ from shardplan.errors import (
     shown,
 )
 from shardplan.table.format import TARGET_KEY
-from shardplan.table.rows import Presence, SpecField
+
+if TYPE_CHECKING:
+    from shardplan.table.spec import Scalar
 
 # ------------------------------------------------------------ freeze: live -> JSON
 #
-# One function per record (KINDS below): ``freeze_<record>(value, path)``.
+# One function per record (shardplan.table.kinds.KINDS): ``freeze_<record>(value, path)``.
 
 
 def freeze_placements(value: Any, path: str) -> dict[str, dict[str, str]]:
@@ -60,9 +58,9 @@ def freeze_names(value: Any, path: str) -> list[str]:
     return common_frozen_strings(value) or frozen_strings(value, path)
 
 
-def freeze_scalar(value: Any, path: str) -> Any:
+def freeze_scalar(value: Any, path: str) -> Scalar:
     """A JSON scalar, written as it is (a str or a bool, the common cases, need no check)."""
-    if type(value) in (str, bool):
+    if type(value) is str or type(value) is bool:
         return value
     if isinstance(value, (bool, int, float, str)):
         check_json_value(value, path)
@@ -88,7 +86,7 @@ def _freeze_injected_mapping(value: Mapping[Any, Any], path: str) -> dict[str, A
     )
 
 
-def freeze_injected(value: Any, path: str) -> Any:
+def freeze_injected(value: Any, path: str) -> str | dict[str, Any]:
     """Target -> its dict, callable -> its Target's dict, registry name -> itself, named
     placement or in/out contract -> placement texts. Anything else cannot be rebuilt:
     FreezeError."""
@@ -189,7 +187,7 @@ def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     return sharded
 
 
-def refuse_none(absent: Any, path: str) -> NoReturn:
+def refuse_none(path: str, *, absent: Any) -> NoReturn:
     """Refuse a None its freeze kind does not write, where the row's rebuild kind reads the
     absent key as ``absent`` instead: the plan would not come back as it was."""
     raise FreezeError(
@@ -221,7 +219,7 @@ def refuse_default(value: Any, path: str) -> NoReturn:
     )
 
 
-def refuse_null(absent: Any, path: str) -> NoReturn:
+def refuse_null(path: str, *, absent: Any) -> NoReturn:
     """Strict rebuild: a null where freeze always writes a value (a plan-level key that is
     not ``mesh_dim_names``) would read back as ``absent`` and be written so."""
     raise MetaError(
@@ -254,8 +252,9 @@ def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
 
 # ------------------------------------------------------------ rebuild: JSON -> live
 #
-# One function per record (KINDS below): ``rebuild_<record>(value, path)``, called only for
-# a present value (an absent one is the row's absent value, inlined by generated code).
+# One function per record (shardplan.table.kinds.KINDS): ``rebuild_<record>(value, path)``,
+# called only for a present value (an absent one is the row's absent value, inlined by
+# generated code); a derived key's record checks instead: ``check_<record>``.
 
 
 def rebuild_placements(value: Any, path: str) -> dict[str, dict[str, Placement]]:
@@ -292,7 +291,7 @@ def rebuild_bool(value: Any, path: str) -> bool:
     return value
 
 
-def rebuild_int_or_true(value: Any, path: str) -> Any:
+def rebuild_int_or_true(value: Any, path: str) -> int:
     """An integer or a boolean, as it is: what ``freeze_int`` writes is a truthy int or
     ``true`` (``1.5`` or ``"s"`` would not freeze again; a falsy one is refused by strict
     rebuild, which knows the key is written only when truthy)."""
@@ -301,14 +300,16 @@ def rebuild_int_or_true(value: Any, path: str) -> Any:
     raise MetaError(path, f"expected a non-zero integer or true, got {json_type(value)}")
 
 
-def rebuild_scalar(value: Any, path: str) -> Any:
+def rebuild_scalar(value: Any, path: str) -> Scalar:
     """A JSON scalar (string, number or boolean), as it is."""
     if isinstance(value, (bool, int, float, str)):
         return value
     raise MetaError(path, f"expected a string, number or boolean, got {json_type(value)}")
 
 
-def _rebuild_injected_object(value: dict[Any, Any], path: str) -> Any:
+def _rebuild_injected_object(
+    value: dict[Any, Any], path: str
+) -> dict[str, Placement] | dict[str, dict[str, Placement]]:
     # The shape is told by the values: all strings, a named placement {axis: "S(0)"};
     # all objects, a contract {name: {axis: "S(0)"}}. Anything else names the first
     # value that does not fit.
@@ -335,7 +336,9 @@ def _rebuild_injected_object(value: dict[Any, Any], path: str) -> Any:
     return parse_placement_table(value, path)
 
 
-def rebuild_injected(value: Any, path: str) -> Any:
+def rebuild_injected(
+    value: Any, path: str
+) -> Target | str | dict[str, Placement] | dict[str, dict[str, Placement]]:
     """``{"_target_": ...}`` -> Target; a registry name stays a string; an object of
     placement texts is a named placement, an object of objects a contract."""
     if isinstance(value, str):
@@ -396,7 +399,7 @@ def _rebuild_pair(pair: Any, path: str) -> list[str]:
     return strings
 
 
-def rebuild_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> None:
+def check_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> None:
     """Derived: strict rebuild refuses a value other than what the entries give (a stale
     list would tell a reader of the file other parameters than the plan shards)."""
     listed = _rebuild_strings(value, path)
@@ -465,194 +468,3 @@ def read_renamed(
         )
     name = present[0] if present else key
     return obj.get(name, missing), field_path(path, name)
-
-
-# ------------------------------------------------------------- what each kind means
-#
-# A kind is one record, stated here once beside its functions above. The records are plain
-# literals because the generator, which never imports torch, reads them from this file's
-# source (generator/kinds.py); the reference and the docs read them too. A record's fields:
-#   "reads_back"   the records whose rebuild reads back everything its freeze writes
-#                  (tests/test_closure.py checks each pair); a row pairing its freeze with
-#                  another rebuild has its value read back at freeze by admit();
-#   "shows", "schema"  how generated/fields.md names the JSON type rebuild accepts, and its
-#                  JSON Schema (null is added where the row writes null);
-#   "held_as"      the annotation of a CodegenMeta field holding a top-level key of it;
-#   "freeze_shortcut", "rebuild_shortcut"  optional: ("call", name) where name(value) gives
-#                  the function's result or a falsy value where the function must decide;
-#                  ("is", type, ...) where a value of exactly one of these types is the
-#                  result itself. Generated code calls the function, and builds the error
-#                  path, only off the shortcut (tests/test_kinds_declared.py checks they
-#                  give what the functions give).
-#   "write_shortcut"  optional: ("call", name, check) where name(value) gives the live
-#                  value itself when write_plan may write it as it stands (what JSON cannot
-#                  write in it goes through written_text), else a falsy value: then the
-#                  freeze shortcut and function run as in freeze_plan; check(param_plan,
-#                  keys) then says, for the whole plan at once, whether every live value
-#                  under those entry keys may be written so (else write_plan takes
-#                  freeze_plan's own path).
-# A record without a freeze_<name> function is read only (name_tuple, int_or_true).
-KINDS: dict[str, dict[str, Any]] = {
-    "placements": {
-        "reads_back": ("placements",),
-        "shows": "object: name -> named placement",
-        "schema": {"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
-        "held_as": "dict[str, dict[str, dict[str, str]]]",
-        "freeze_shortcut": ("call", "common_frozen_table"),
-        "rebuild_shortcut": ("call", "common_parsed_table"),
-        "write_shortcut": ("call", "writable_table", "live_tables_writable"),
-    },
-    "names": {
-        "reads_back": ("names", "name_tuple"),
-        "shows": "array of strings",
-        "schema": {"type": "array", "items": {"type": "string"}},
-        "held_as": "list[str]",
-        "freeze_shortcut": ("call", "common_frozen_strings"),
-        "rebuild_shortcut": ("call", "common_strings"),
-    },
-    "name_tuple": {
-        "shows": "array of strings",
-        "schema": {"type": "array", "items": {"type": "string"}},
-        "held_as": "list[str]",
-        "rebuild_shortcut": ("call", "common_string_tuple"),
-    },
-    "scalar": {
-        "reads_back": ("scalar",),
-        "shows": "string, number or boolean",
-        "schema": {"type": ["string", "number", "boolean"]},
-        "held_as": "str | int | float | bool",
-        "freeze_shortcut": ("is", "str", "bool"),
-        "rebuild_shortcut": ("is", "str", "bool", "int", "float"),
-    },
-    "bool": {
-        "reads_back": ("bool",),
-        "shows": "boolean",
-        "schema": {"type": "boolean"},
-        "held_as": "bool",
-        "freeze_shortcut": ("is", "bool"),
-        "rebuild_shortcut": ("is", "bool"),
-    },
-    "int": {
-        "reads_back": ("scalar", "int_or_true"),
-        "shows": "integer",
-        "schema": {"type": "integer"},
-        "held_as": "int",
-        "rebuild_shortcut": ("is", "int"),
-    },
-    "int_or_true": {
-        "shows": "non-zero integer or true",
-        "schema": {"type": ["integer", "boolean"]},
-        "held_as": "int | bool",
-    },
-    "injected": {
-        "reads_back": ("injected",),
-        "shows": "Target object, registry name, named placement or contract",
-        "schema": {
-            "anyOf": [
-                {"type": "string"},
-                {"$ref": "#/$defs/target"},
-                {"$ref": "#/$defs/named_placement", "not": {"required": ["_target_"]}},
-                {"$ref": "#/$defs/contract", "not": {"required": ["_target_"]}},
-            ],
-        },
-        "held_as": "Any",
-        "freeze_shortcut": ("is", "str"),
-        "rebuild_shortcut": ("is", "str"),
-    },
-    "json_object": {
-        "reads_back": ("json_object",),
-        "shows": "object",
-        "schema": {"type": "object"},
-        "held_as": "dict[str, Any]",
-    },
-    "handler_map": {
-        "reads_back": ("handler_map",),
-        "shows": "object: FQN -> handler name",
-        "schema": {"type": "object", "additionalProperties": {"type": "string"}},
-        "held_as": "dict[str, str]",
-    },
-    "pairs": {
-        "reads_back": ("pairs",),
-        "shows": "array of [FQN, FQN] pairs",
-        "schema": {
-            "type": "array",
-            "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
-        },
-        "held_as": "list[list[str]]",
-    },
-    # Derived: freeze computes it from the frozen entries; strict rebuild checks it.
-    "sharded_params": {
-        "reads_back": ("sharded_params",),
-        "shows": "array of strings",
-        "schema": {"type": "array", "items": {"type": "string"}},
-        "held_as": "list[str]",
-    },
-}
-
-# The kind names rows use, each stated once (the seed's names, which upstream tables keep):
-# what a row naming it means for each step the name serves.
-#   "freeze": (record, when freeze writes the key: "not None", "truthy", "always" or
-#              "not default")
-#   "rebuild": (record, what rebuild gives for an absent key: a Python literal, or "" for
-#              the dataclass field's default)
-# Generated code calls freeze_<record> and rebuild_<record>; two names with the same
-# meaning are the same code, and the lock compares meanings, not names. A row's own
-# written=/absent= win over its names'.
-KIND_NAMES: dict[str, dict[str, tuple[str, str]]] = {
-    "placement_map": {"freeze": ("placements", "not None"), "rebuild": ("placements", "")},
-    "named_placements": {"freeze": ("placements", "not None"), "rebuild": ("placements", "")},
-    "name_list": {"freeze": ("names", "truthy"), "rebuild": ("names", "")},
-    "attr_list": {"freeze": ("names", "not None"), "rebuild": ("names", "")},
-    "opt_name_list": {"freeze": ("names", "always")},
-    "tuple_empty": {"rebuild": ("name_tuple", "()")},
-    "opt_name_tuple": {"rebuild": ("name_tuple", "None")},
-    "scalar": {"freeze": ("scalar", "not None")},
-    "plain": {"freeze": ("scalar", "not None")},
-    "opt_scalar": {"rebuild": ("scalar", "None")},
-    "scalar_unless_default": {"freeze": ("scalar", "not default")},
-    "scalar_or_default": {"rebuild": ("scalar", "")},
-    "bool": {"freeze": ("bool", "always")},
-    "bool_default_true": {"rebuild": ("bool", "True")},
-    "bool_default_false": {"rebuild": ("bool", "False")},
-    "int_truthy": {"freeze": ("int", "truthy"), "rebuild": ("int", "")},
-    "int_or_true": {"rebuild": ("int_or_true", "")},
-    "value_to_dict": {"freeze": ("injected", "not None")},
-    "injection_target": {"rebuild": ("injected", "")},
-    "dict_copy": {"freeze": ("json_object", "truthy"), "rebuild": ("json_object", "")},
-    "handler_map": {"freeze": ("handler_map", "always"), "rebuild": ("handler_map", "")},
-    "pair_list": {"freeze": ("pairs", "always"), "rebuild": ("pairs", "")},
-    "sharded_params": {
-        "freeze": ("sharded_params", "always"),
-        "rebuild": ("sharded_params", ""),
-    },
-}
-
-FreezeFn = Callable[[Any, str], Any]
-RebuildFn = Callable[[Any, str], Any]
-
-
-def record_of(step: str, name: str) -> str:
-    """The record kind name ``name`` stands for in ``step`` ("freeze" or "rebuild")."""
-    return KIND_NAMES[name][step][0]
-
-
-def preset_of(step: str, name: str) -> str:
-    """The presence kind name ``name`` says in ``step``: its write condition (freeze) or
-    absent value (rebuild; "" where the field's default decides)."""
-    return KIND_NAMES[name][step][1]
-
-
-def presence_of(row: SpecField, cls: type) -> Presence:
-    """The row's presence (when its key is written, what its absence gives), resolved by
-    the row model from the row, its kind names' presets and the field of ``cls``, as the
-    generator resolves it."""
-    field = next((f for f in dataclasses.fields(cls) if f.name == row.name), None)
-    found = row.presence(preset_of("freeze", row.freeze), preset_of("rebuild", row.rebuild), field)
-    if not isinstance(found, Presence):  # the generator refuses such a table, naming the row
-        raise ValueError(f"row {row.name!r}: {found}")
-    return found
-
-
-def function_of(step: str, name: str) -> Callable[..., Any]:
-    """The function of a kind name of ``step``, for the table-driven reference."""
-    return globals()[f"{step}_{record_of(step, name)}"]  # type: ignore[no-any-return]

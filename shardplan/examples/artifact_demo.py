@@ -16,14 +16,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from shardplan.examples.ranks import folder, free_port, run_ranks
 
 FORWARD_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4
@@ -111,14 +113,64 @@ def _local(tensor: torch.Tensor, mesh: Any, named: Any, names: tuple[str, ...]) 
     return local
 
 
-def worker(rank: int, world: int, port: int, out: Path) -> None:
-    """One rank: for each case, apply the plan, one forward and backward, compare."""
-    import torch.distributed as dist
+def rank_results(
+    cases: list[Case], shape: dict[str, int], reference: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One rank, its process group up: for each case, apply the plan, one forward and
+    backward, compare with the one-process reference."""
     from torch.distributed.device_mesh import init_device_mesh
 
     from shardplan import apply_plan
     from shardplan.examples.qwen3_moe_parallel import IMPLEMENTATIONS
     from shardplan.parallelize.engine import full_tensor, parameter_layouts, sub_mesh
+
+    results = []
+    mesh = init_device_mesh("cpu", tuple(shape.values()), mesh_dim_names=tuple(shape))
+    for case in cases:
+        start = time.perf_counter()
+        plan = rebuild(case.artifact)
+        model = build_model()
+        model.load_state_dict(reference["state_dict"])
+        apply_plan(
+            model,
+            plan,
+            mesh,
+            implementations=IMPLEMENTATIONS,
+            overrides_applied=True,
+            partial_input_grads=case.partial_input_grads,
+        )
+        names = tuple(n for n in shape if n in (plan.mesh_dim_names or shape))
+        region = sub_mesh(mesh, names)
+        embed = plan.modules["model.embed_tokens"].in_src["input"]
+        head = plan.modules["lm_head"].out_dst["output"]
+        ids = _local(reference["input_ids"], region, embed, names)
+        positions = _local(reference["position_ids"], region, embed, names)
+        logits = model(ids, positions)
+        expected = _local(reference["logits"], region, head, names)
+        forward = (logits.detach() - expected).abs().max().item()
+        (logits * _local(reference["seed"], region, head, names)).sum().backward()
+        layouts = parameter_layouts(model)
+        grad = 0.0
+        for name, param in model.named_parameters():
+            local = param.grad if param.grad is not None else torch.zeros_like(param)
+            where = layouts.get(name)
+            full = full_tensor(local, where) if where is not None else local
+            want = reference["grads"].get(name, torch.zeros_like(full))
+            grad = max(grad, (full - want).abs().max().item())
+        results.append(
+            {
+                "case": asdict(case),
+                "forward": forward,
+                "grad": grad,
+                "seconds": time.perf_counter() - start,
+            }
+        )
+    return results
+
+
+def worker(rank: int, world: int, port: int, out: Path) -> None:
+    """One rank the demo started itself: its results into ``out``."""
+    import torch.distributed as dist
 
     cases = [Case(**c) for c in json.loads((out / CASES_FILE).read_text())["cases"]]
     shape = json.loads((out / CASES_FILE).read_text())["mesh"]
@@ -126,48 +178,8 @@ def worker(rank: int, world: int, port: int, out: Path) -> None:
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
     )
-    results = []
     try:
-        mesh = init_device_mesh("cpu", tuple(shape.values()), mesh_dim_names=tuple(shape))
-        for case in cases:
-            start = time.perf_counter()
-            plan = rebuild(case.artifact)
-            model = build_model()
-            model.load_state_dict(reference["state_dict"])
-            apply_plan(
-                model,
-                plan,
-                mesh,
-                implementations=IMPLEMENTATIONS,
-                overrides_applied=True,
-                partial_input_grads=case.partial_input_grads,
-            )
-            names = tuple(n for n in shape if n in (plan.mesh_dim_names or shape))
-            region = sub_mesh(mesh, names)
-            embed = plan.modules["model.embed_tokens"].in_src["input"]
-            head = plan.modules["lm_head"].out_dst["output"]
-            ids = _local(reference["input_ids"], region, embed, names)
-            positions = _local(reference["position_ids"], region, embed, names)
-            logits = model(ids, positions)
-            expected = _local(reference["logits"], region, head, names)
-            forward = (logits.detach() - expected).abs().max().item()
-            (logits * _local(reference["seed"], region, head, names)).sum().backward()
-            layouts = parameter_layouts(model)
-            grad = 0.0
-            for name, param in model.named_parameters():
-                local = param.grad if param.grad is not None else torch.zeros_like(param)
-                where = layouts.get(name)
-                full = full_tensor(local, where) if where is not None else local
-                want = reference["grads"].get(name, torch.zeros_like(full))
-                grad = max(grad, (full - want).abs().max().item())
-            results.append(
-                {
-                    "case": asdict(case),
-                    "forward": forward,
-                    "grad": grad,
-                    "seconds": time.perf_counter() - start,
-                }
-            )
+        results = rank_results(cases, shape, reference)
         (out / f"rank{rank}.json").write_text(json.dumps(results))
     finally:
         # Every rank finishes its collectives before any tears its group down: a rank that
@@ -177,62 +189,36 @@ def worker(rank: int, world: int, port: int, out: Path) -> None:
         dist.destroy_process_group()
 
 
-def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
-    """Check, prepare, run the ranks, report. Returns the exit status (0, 1, or 2: no fit)."""
+def fit(cases: list[Case], ranks: int) -> dict[str, int] | list[str]:
+    """The mesh every case runs on, or the lines saying why a case cannot run (it does not
+    load, form a mesh, or fit the model and the mesh)."""
     from shardplan import MetaError, check_fit
 
-    start = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     model = build_model()
     shape: dict[str, int] | None = None
     for case in cases:
         try:
             plan = rebuild(case.artifact)
         except (MetaError, OSError) as exc:
-            print(f"demo: {case.artifact}: {exc}", file=sys.stderr)
-            return 2
+            return [f"demo: {case.artifact}: {exc}"]
         found = mesh_shape(plan, ranks)
         if isinstance(found, str):
-            print(f"demo: {case.artifact}: {found}", file=sys.stderr)
-            return 2
+            return [f"demo: {case.artifact}: {found}"]
         shape = shape or found
         findings = check_fit(plan, model, found, overrides_applied=True)
         if findings:
-            print(
+            return [
                 f"demo: {case.artifact} does not fit the model and the mesh "
                 f"({', '.join(f'{k}={v}' for k, v in found.items())}, {ranks} ranks); "
                 "nothing was started:",
-                file=sys.stderr,
-            )
-            for finding in findings:
-                print(f"  {finding}", file=sys.stderr)
-            return 2
+                *(f"  {finding}" for finding in findings),
+            ]
     assert shape is not None
-    prepare(out)
-    (out / CASES_FILE).write_text(json.dumps({"cases": [asdict(c) for c in cases], "mesh": shape}))
-    print(
-        f"plan fits: mesh ({', '.join(f'{k}={v}' for k, v in shape.items())}) on {ranks} gloo "
-        "processes; reference: one process"
-    )
-    port = _free_port()
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(out)]
-    command += ["--port", str(port), "--world", str(ranks), "--artifact-rank"]
-    procs = [subprocess.Popen([*command, str(r)], env=env) for r in range(ranks)]
-    deadline = time.monotonic() + timeout
-    try:
-        codes = [p.wait(timeout=max(0.1, deadline - time.monotonic())) for p in procs]
-    except subprocess.TimeoutExpired:
-        for proc in procs:
-            proc.kill()
-        print(
-            f"demo: the ranks did not finish within {timeout:.0f} s; stopped them", file=sys.stderr
-        )
-        return 1
-    if any(codes):
-        print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
-        return 1
-    per_rank = [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
+    return shape
+
+
+def summary(cases: list[Case], per_rank: list[list[dict[str, Any]]], start: float) -> int:
+    """Print each case's worst differences over the ranks; returns the exit status."""
     ok = True
     for index, case in enumerate(cases):
         forward = max(r[index]["forward"] for r in per_rank)
@@ -246,9 +232,68 @@ def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
     return 0 if ok else 1
 
 
-def _free_port() -> int:
-    import socket
+def torchrun_rank(cases: list[Case], out: Path | None, timeout: float) -> int:
+    """The artifact run as one of torchrun's ranks: the mesh from its world size; rank 0
+    checks the fit and computes the reference, which every rank receives over the group;
+    rank 0 reports. Every rank exits with the same status (2: does not fit, nothing run)."""
+    import torch.distributed as dist
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    start = time.perf_counter()
+    dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:
+        sent: list[Any] = [None, None]
+        with folder(out if rank == 0 else None) as here:
+            if rank == 0:
+                found = fit(cases, world)
+                if isinstance(found, list):
+                    print("\n".join(found), file=sys.stderr)
+                else:
+                    prepare(here)
+                    sent = [found, torch.load(here / REFERENCE_FILE)]
+                    print(
+                        f"plan fits: mesh ({', '.join(f'{k}={v}' for k, v in found.items())}) "
+                        f"on {world} torchrun ranks; reference: one process"
+                    )
+        dist.broadcast_object_list(sent, src=0)
+        shape, reference = sent
+        if shape is None:
+            return 2
+        per_rank: list[Any] = [None] * world
+        dist.all_gather_object(per_rank, rank_results(cases, shape, reference))
+        status = [summary(cases, per_rank, start) if rank == 0 else 0]
+        dist.broadcast_object_list(status, src=0)
+        return int(status[0])
+    finally:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
+    """Check, prepare, run the ranks, report. Returns the exit status (0, 1, or 2: no fit)."""
+
+    start = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    shape = fit(cases, ranks)
+    if isinstance(shape, list):
+        print("\n".join(shape), file=sys.stderr)
+        return 2
+    prepare(out)
+    (out / CASES_FILE).write_text(json.dumps({"cases": [asdict(c) for c in cases], "mesh": shape}))
+    print(
+        f"plan fits: mesh ({', '.join(f'{k}={v}' for k, v in shape.items())}) on {ranks} gloo "
+        "processes; reference: one process"
+    )
+    port = free_port()
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(out)]
+    command += ["--port", str(port), "--world", str(ranks), "--artifact-rank"]
+    codes = run_ranks([[*command, str(r)] for r in range(ranks)], env, timeout)
+    if isinstance(codes, str):
+        print(f"demo: {codes}", file=sys.stderr)
+        return 1
+    if any(codes):
+        print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
+        return 1
+    per_rank = [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
+    return summary(cases, per_rank, start)

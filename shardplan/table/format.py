@@ -61,12 +61,6 @@ RESERVED_KEYS[GROUP_DERIVED] = RESERVED_KEYS[GROUP_PLAN]
 # segments are Python identifiers; it nests at most one level, "container.key".
 TOP_LEVEL_GROUPS = (GROUP_PLAN, GROUP_DERIVED)
 NESTING_SEPARATOR = "."
-# When freeze writes a row's key: when not None (an empty value is meaningful, and None
-# reads back as None), when truthy (a falsy value is not written), always (None as null),
-# or when not the default (the field's default is left out and read back from the absent
-# key; None, where it is no default, as null). A row says it, or its freeze kind's name
-# does (every name states one).
-WRITTEN_CONDITIONS = ("not None", "truthy", "always", "not default")
 
 # ------------------------------------------------------------------ grammars
 
@@ -96,6 +90,5 @@ __all__ = [
     "TABLE_GROUPS",
     "TARGET_KEY",
     "TOP_LEVEL_GROUPS",
-    "WRITTEN_CONDITIONS",
     "field_path",
 ]

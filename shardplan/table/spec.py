@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     # and Mapping is invariant in its key type.
     NamedPlacement: TypeAlias = Mapping[Any, Placement]
     PlacementMap: TypeAlias = Mapping[str, NamedPlacement]
-    Injected: TypeAlias = "Target" | Callable[..., Any] | str | PlacementMap
+    Injected: TypeAlias = "Target" | Callable[..., Any] | str | NamedPlacement | PlacementMap
+    # A JSON scalar, as the scalar kind writes and reads it.
+    Scalar: TypeAlias = str | int | float | bool
 
 
 @dataclass
@@ -38,7 +40,7 @@ class ModuleShardingSpec:
     out_names: list[str] | None = None
     tp_divide_attrs: list[str] | None = None
     is_boundary: bool = True
-    region_dispatch: bool | None = None
+    region_dispatch: Scalar | None = None
     # Post-construction state: set by the planner (or the rebuild) after __init__.
     _deferred_bias_params: tuple[str, ...] = field(
         default=(), init=False, repr=False, compare=False
@@ -46,7 +48,7 @@ class ModuleShardingSpec:
     skip_source_lowering: int | None = None
     # injections group
     inner_wrapper: Injected | None = None
-    inner_target: str | None = None
+    inner_target: Scalar | None = None
     inner_out_src: Injected | None = None
     local_compute_fn: Injected | None = None
     _ep_stack: dict[str, Any] = field(default_factory=dict)
