@@ -229,3 +229,24 @@ def test_rules_of_a_dict_or_str_subclass_built_in_python_are_indexed_as_before()
     with pytest.raises(MetaError, match="a second rule for 'n'; the first is injections.1.") as e:
         index_rules(meta, ("ep_size",), True)
     assert e.value.path == "injections[2].match"
+
+
+def test_the_entry_check_takes_a_value_whose_equality_refuses_none() -> None:
+    """The accepting path's set test compares values with None; a value built in Python
+    whose == raises (an array) takes the loop, which tests identity, as before."""
+    from shardplan.artifact import plan_meta
+
+    class Array:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("the truth value of an array is ambiguous")
+
+        __hash__ = object.__hash__
+
+    entry = {"params": Array()}
+    assert plan_meta.check_entry(entry, "m", ["params"], True) is entry
+    with pytest.raises(MetaError) as caught:
+        plan_meta.check_entry({"params": Array(), "out_names": None}, "m", ("params",), True)
+    assert caught.value.path == 'param_plan["m"].out_names'
+    with pytest.raises(MetaError) as caught:
+        plan_meta.check_entry({"params": None}, "m", ("params",), True)
+    assert caught.value.path == 'param_plan["m"].params' and "never written" in str(caught.value)

@@ -175,11 +175,36 @@ def check_entry(
     if not isinstance(entry, dict):
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
-        for key, value in entry.items():  # one pass for both checks: the accepting path
-            if value is None and key not in nulls or key not in known:
-                check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
-                refuse_nulls(entry, entry_path, fqn, nulls)  # or the first null
+        # The accepting path: two set operations, in C. A null or an unknown key takes the
+        # loop below, which names it (or accepts a null under ``nulls``).
+        try:
+            clean = _key_set(known).issuperset(entry) and None not in entry.values()
+        except (
+            Exception
+        ):  # noqa: BLE001 - a value whose == refuses None (an array, built in Python)
+            clean = False
+        if not clean:
+            for key, value in entry.items():
+                if value is None and key not in nulls or key not in known:
+                    check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
+                    refuse_nulls(entry, entry_path, fqn, nulls)  # or the first null
     return entry
+
+
+# The known keys as a set, for each collection the rebuilds pass (a table's constant tuple).
+_KEY_SETS: dict[Collection[str], frozenset[str]] = {}
+
+
+def _key_set(known: Collection[str]) -> frozenset[str]:
+    try:
+        found = _KEY_SETS.get(known)
+    except TypeError:  # not hashable: a list
+        return frozenset(known)
+    if found is None:
+        found = frozenset(known)
+        if len(_KEY_SETS) < 64:  # bounded, as every cache an input can grow
+            _KEY_SETS[known] = found
+    return found
 
 
 def refuse_nulls(
