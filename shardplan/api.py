@@ -31,6 +31,7 @@ else:  # under the generated package's name here: see shardplan.staleness
 
 # After the check on purpose: these imports are the expensive part.
 import os
+from pathlib import Path
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
@@ -116,7 +117,7 @@ def rebuild_plan(
         resume_collector(paused)
 
 
-def read_plan(path: str | os.PathLike[str], *, allow_targets: AllowTargets = ()) -> ShardingPlan:
+def read_plan(path: str | Path, *, allow_targets: AllowTargets = ()) -> ShardingPlan:
     """Read the artifact at ``path`` and rebuild its live plan, strictly: the plan
     ``rebuild_plan(load_meta(path), allow_targets=allow_targets)`` gives, or exactly its
     error (a MetaError naming the place, the file's defect or the path's). The pair of
