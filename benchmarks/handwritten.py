@@ -1,11 +1,13 @@
 """Hand-written freeze and rebuild for the current table, as fast as we can write them.
 
-The generated code must stay within 1.10x of this (`make bench`). It is what a careful
-engineer would write by hand for these 17 fields: the same conversion helpers as the
-generated code (the kinds' functions and their shortcuts for the common value, which a
-hand-writer would not duplicate), error paths built only where a value takes the slow
-path, exact type tests inline for scalars, and the rule fields skipped at once for the
-modules without a rule. It gives the same output and the same errors; `make bench`
+The generated code must stay within 5% of this (`make bench`). It is what a careful
+engineer would write by hand for these 17 fields, with the same checks: the kinds'
+functions for every value not of the common form (a hand-writer would not duplicate
+their errors), the common value taken inline, error paths built only on a slow path,
+and the rule fields skipped at once for the modules without a rule. The rebuild is one
+walk: the params' table is parsed inline and the derived frozen_sharded_params gathered
+as it goes (compared once at the end, not derived in a second walk), and an entry's
+keys are checked as a set. It gives the same output and the same errors; `make bench`
 checks the output before timing. It is pinned to the tables by digest (WRITTEN_FOR): with
 other rows, the tests and `make bench` say so and leave it out.
 """
@@ -33,9 +35,6 @@ from shardplan.convert.kinds import (
     check_sharded_params,
     common_frozen_strings,
     common_frozen_table,
-    common_parsed_table,
-    common_string_tuple,
-    common_strings,
     freeze_bool,
     freeze_handler_map,
     freeze_injected,
@@ -50,14 +49,18 @@ from shardplan.convert.kinds import (
     rebuild_handler_map,
     rebuild_injected,
     rebuild_int,
+    rebuild_int_or_true,
     rebuild_json_object,
     rebuild_name_tuple,
     rebuild_names,
     rebuild_pairs,
     rebuild_placements,
     rebuild_scalar,
+    refuse_falsy,
     refuse_none,
+    refuse_null,
 )
+from shardplan.convert.placements import _PARSED
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
@@ -256,26 +259,45 @@ def _held(value: Any, absent: Any) -> Any:
     return absent if value is None or value is UNSET else value
 
 
-def _plan_shell(meta: CodegenMeta, strict: bool) -> ShardingPlan:
-    mesh = _held(meta.mesh_dim_names, None)
+def _plan(
+    meta: CodegenMeta, strict: bool, modules: dict[str, ModuleShardingSpec], sharded: list[str]
+) -> ShardingPlan:
+    """The plan around ``modules``, its keys in the generated code's order of errors; strict
+    rebuild refuses a frozen_sharded_params other than ``sharded``, derived by the walk."""
     dims = _held(meta.parallel_dims, {})
-    sequence_parallel = dims.get("sequence_parallel")
-    loss_parallel = dims.get("loss_parallel")
+    if strict:  # null where freeze always writes a value
+        if meta.special_handlers is None:
+            refuse_null("special_handlers", absent={})
+        if meta.tied_pairs is None:
+            refuse_null("tied_pairs", absent=[])
+    mesh = _held(meta.mesh_dim_names, None)
+    special_handlers = rebuild_handler_map(_held(meta.special_handlers, {}), "special_handlers")
+    mesh_dim_names = None if mesh is None else rebuild_name_tuple(mesh, "mesh_dim_names")
+    tied_pairs = rebuild_pairs(_held(meta.tied_pairs, []), "tied_pairs")
+    flags = []
+    for key, absent in (("sequence_parallel", True), ("loss_parallel", False)):
+        v = dims.get(key, UNSET)
+        if v is None and strict:
+            refuse_null(f"parallel_dims.{key}", absent=absent)
+        if type(v) is bool:
+            flags.append(v)
+        elif v is None or v is UNSET:
+            flags.append(absent)
+        else:
+            flags.append(rebuild_bool(v, f"parallel_dims.{key}"))
+    listed = meta.frozen_sharded_params
+    if strict and listed is not None and listed is not UNSET:
+        sharded.sort()
+        if type(listed) is not list or listed != sharded:
+            # Stale or of another type: the kind says which, naming the first missing one.
+            check_sharded_params(listed, "frozen_sharded_params", meta.param_plan)
     return ShardingPlan(
-        modules={},
-        special_handlers=rebuild_handler_map(_held(meta.special_handlers, {}), "special_handlers"),
-        mesh_dim_names=None if mesh is None else rebuild_name_tuple(mesh, "mesh_dim_names"),
-        tied_pairs=rebuild_pairs(_held(meta.tied_pairs, []), "tied_pairs"),
-        sequence_parallel=(
-            True
-            if sequence_parallel is None
-            else rebuild_bool(sequence_parallel, "parallel_dims.sequence_parallel")
-        ),
-        loss_parallel=(
-            False
-            if loss_parallel is None
-            else rebuild_bool(loss_parallel, "parallel_dims.loss_parallel")
-        ),
+        modules=modules,
+        special_handlers=special_handlers,
+        mesh_dim_names=mesh_dim_names,
+        tied_pairs=tied_pairs,
+        sequence_parallel=flags[0],
+        loss_parallel=flags[1],
         other_keys=other_keys_of(meta.extra, {"parallel_dims": dims}, OWNED_KEYS, NESTED_KEYS),
     )
 
@@ -295,37 +317,166 @@ def rebuild_live_plan_from_meta(
         end_rebuild(token)
 
 
+ENTRY_KEYS = frozenset(PARAM_PLAN_KEYS)
+SCALAR_TYPES = (str, bool, int, float)
+
+
 def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
+    """The careful shape: one walk over the entries, the params' table parsed inline with
+    the derived sharded list gathered as it goes, the entry's keys checked as a set, the
+    common value of every key taken inline and a path built only on a slow path."""
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict)
-    plan = _plan_shell(meta, strict)
-    modules = plan.modules
+    modules: dict[str, ModuleShardingSpec] = {}
     no_rule: tuple[int, dict[str, Any]] = (-1, {})
+    cached = _PARSED.get  # text -> placement, for every text parsed once
+    sharded: list[str] = []  # frozen_sharded_params, derived in this walk
+    shard = sharded.append
     for fqn, entry in meta.param_plan.items():
-        entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)
+        if type(entry) is not dict or (
+            strict and (not ENTRY_KEYS.issuperset(entry) or None in entry.values())
+        ):
+            entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict)  # raises, or a subclass
         get = entry.get
         v = get("params")
-        params = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "params")
+        if v is None:
+            params = None
+        else:
+            # Inline: a plain dict of str names to plain dicts of cached texts; anything else
+            # (a new text, another type: a Python-built meta holds anything) takes the kind.
+            params = {}
+            prefix = f"{fqn}." if fqn else ""
+            if type(v) is dict:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        params = None
+                        break
+                    placed = {}
+                    replicated = True
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            params = None
+                            break
+                        placed[axis] = placement
+                        if text != "R":
+                            replicated = False
+                    if params is None:
+                        break
+                    params[name] = placed
+                    if not replicated:
+                        shard(prefix + name)
+            else:
+                params = None
+            if params is None:
+                params = _parsed(v, fqn, "params")
+                for name, named in v.items():  # parsed: names are str, placements texts
+                    if any(text != "R" for text in named.values()):
+                        shard(prefix + name)
         v = get("in_src")
-        in_src = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "in_src")
+        if v is None:
+            in_src = None
+        else:
+            in_src = {} if type(v) is dict else None
+            if in_src is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        in_src = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            in_src = None
+                            break
+                        placed[axis] = placement
+                    if in_src is None:
+                        break
+                    in_src[name] = placed
+            if not in_src:  # not of the common form, or empty: the kind decides
+                in_src = _parsed(v, fqn, "in_src")
         v = get("in_dst")
-        in_dst = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "in_dst")
+        if v is None:
+            in_dst = None
+        else:
+            in_dst = {} if type(v) is dict else None
+            if in_dst is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        in_dst = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            in_dst = None
+                            break
+                        placed[axis] = placement
+                    if in_dst is None:
+                        break
+                    in_dst[name] = placed
+            if not in_dst:  # not of the common form, or empty: the kind decides
+                in_dst = _parsed(v, fqn, "in_dst")
         v = get("out_src")
-        out_src = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "out_src")
+        if v is None:
+            out_src = None
+        else:
+            out_src = {} if type(v) is dict else None
+            if out_src is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        out_src = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            out_src = None
+                            break
+                        placed[axis] = placement
+                    if out_src is None:
+                        break
+                    out_src[name] = placed
+            if not out_src:  # not of the common form, or empty: the kind decides
+                out_src = _parsed(v, fqn, "out_src")
         v = get("out_dst")
-        out_dst = None if v is None else common_parsed_table(v) or _parsed(v, fqn, "out_dst")
+        if v is None:
+            out_dst = None
+        else:
+            out_dst = {} if type(v) is dict else None
+            if out_dst is not None:
+                for name, named in v.items():
+                    if type(named) is not dict or type(name) is not str:
+                        out_dst = None
+                        break
+                    placed = {}
+                    for axis, text in named.items():
+                        placement = cached(text) if type(text) is str else None
+                        if placement is None or type(axis) is not str:
+                            out_dst = None
+                            break
+                        placed[axis] = placement
+                    if out_dst is None:
+                        break
+                    out_dst[name] = placed
+            if not out_dst:  # not of the common form, or empty: the kind decides
+                out_dst = _parsed(v, fqn, "out_dst")
         v = get("out_names")
-        out_names = (
-            None
-            if v is None
-            else common_strings(v) or rebuild_names(v, entry_path(fqn) + ".out_names")
-        )
+        if type(v) is list and v and all(type(item) is str for item in v):
+            out_names = v[:]
+        elif v is None:
+            out_names = None
+        else:
+            out_names = rebuild_names(v, entry_path(fqn) + ".out_names")
+            if strict and not v:
+                refuse_falsy(v, entry_path(fqn) + ".out_names")
         v = get("tp_divide_attrs")
-        tp_divide_attrs = (
-            None
-            if v is None
-            else common_strings(v) or rebuild_names(v, entry_path(fqn) + ".tp_divide_attrs")
-        )
+        if type(v) is list and all(type(item) is str for item in v):
+            tp_divide_attrs = v[:]
+        elif v is None:
+            tp_divide_attrs = None
+        else:
+            tp_divide_attrs = rebuild_names(v, entry_path(fqn) + ".tp_divide_attrs")
         v = get("is_boundary")
         if type(v) is bool:
             is_boundary = v
@@ -334,22 +485,26 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         else:
             is_boundary = rebuild_bool(v, entry_path(fqn) + ".is_boundary")
         v = get("region_dispatch")
-        if v is None or type(v) in (str, bool, int, float):
+        if v is None or type(v) in SCALAR_TYPES:
             region_dispatch = v
         else:
             region_dispatch = rebuild_scalar(v, entry_path(fqn) + ".region_dispatch")
         v = get("deferred_bias_params")
-        deferred = (
-            ()
-            if v is None
-            else common_string_tuple(v)
-            or rebuild_name_tuple(v, entry_path(fqn) + ".deferred_bias_params")
-        )
-        v = get("skip_source_lowering")
-        if v is None or type(v) in (str, bool, int, float):
-            skip = v
+        if type(v) is list and v and all(type(item) is str for item in v):
+            deferred: tuple[str, ...] = tuple(v)
+        elif v is None:
+            deferred = ()
         else:
-            skip = rebuild_scalar(v, entry_path(fqn) + ".skip_source_lowering")
+            deferred = rebuild_name_tuple(v, entry_path(fqn) + ".deferred_bias_params")
+            if strict and not v:
+                refuse_falsy(v, entry_path(fqn) + ".deferred_bias_params")
+        v = get("skip_source_lowering")
+        if v is None:
+            skip = None
+        else:
+            skip = rebuild_int_or_true(v, entry_path(fqn) + ".skip_source_lowering")
+            if strict and not v:
+                refuse_falsy(v, entry_path(fqn) + ".skip_source_lowering")
         index, rule = rules.get(fqn, no_rule)
         if rule:
             get = rule.get
@@ -359,7 +514,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             else:
                 inner_wrapper = rebuild_injected(v, rule_path(index) + ".inner_wrapper")
             v = get("inner_target")
-            if v is None or type(v) in (str, bool, int, float):
+            if v is None or type(v) in SCALAR_TYPES:
                 inner_target = v
             else:
                 inner_target = rebuild_scalar(v, rule_path(index) + ".inner_target")
@@ -374,14 +529,21 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             else:
                 local_compute_fn = rebuild_injected(v, rule_path(index) + ".local_compute_fn")
             v = get("ep_stack")
-            ep_stack = {} if v is None else rebuild_json_object(v, rule_path(index) + ".ep_stack")
+            if v is None:
+                ep_stack = {}
+            else:
+                ep_stack = rebuild_json_object(v, rule_path(index) + ".ep_stack")
+                if strict and not v:
+                    refuse_falsy(v, rule_path(index) + ".ep_stack")
             v = get("ep_size")
-            if type(v) is int:
+            if type(v) is int and v:
                 ep_size = v
             elif v is None:
                 ep_size = 0
             else:
                 ep_size = rebuild_int(v, rule_path(index) + ".ep_size")
+                if strict and not v:
+                    refuse_falsy(v, rule_path(index) + ".ep_size")
         else:
             inner_wrapper = inner_target = inner_out_src = local_compute_fn = None
             ep_stack, ep_size = {}, 0
@@ -405,6 +567,4 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
         )
         spec._deferred_bias_params = deferred
         modules[fqn] = spec
-    if strict:
-        check_sharded_params(meta.frozen_sharded_params, "frozen_sharded_params", meta.param_plan)
-    return plan
+    return _plan(meta, strict, modules, sharded)

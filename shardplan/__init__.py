@@ -4,8 +4,9 @@ The names a user needs are here, each loaded from its module on first use (docs/
 §12): ``import shardplan`` imports nothing else, and a name costs only what its module
 does. The artifact's reading and writing (``load_meta``, ``dump_meta``), the plan's data
 classes and the errors (those the docs say to catch among them: ``MetaError``,
-``UntrustedTarget``, ``ArtifactWriteError``, ``StaleGeneratedCode``) never import torch; ``freeze_plan``, ``rebuild_plan`` and
-``write_plan`` (the generated code) and ``apply_plan`` and ``check_fit`` do.
+``UntrustedTarget``, ``ArtifactWriteError``, ``StaleGeneratedCode``) never import torch;
+``freeze_plan``, ``rebuild_plan``, ``write_plan``, ``read_plan`` (the generated code),
+``apply_plan`` and ``check_fit`` do.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as type checkers see them ("as": they are re-exported)
     from shardplan.api import freeze_plan as freeze_plan
+    from shardplan.api import read_plan as read_plan
     from shardplan.api import rebuild_plan as rebuild_plan
     from shardplan.api import write_plan as write_plan
     from shardplan.artifact.meta import dump_meta as dump_meta
@@ -36,6 +38,7 @@ _HOMES = {
     "freeze_plan": "shardplan.api",
     "rebuild_plan": "shardplan.api",
     "write_plan": "shardplan.api",
+    "read_plan": "shardplan.api",
     "load_meta": "shardplan.artifact.meta",
     "dump_meta": "shardplan.artifact.meta",
     "apply_plan": "shardplan.parallelize.apply",

@@ -4,7 +4,8 @@ It exposes the same four functions as the table-driven reference
 (``shardplan.reference``): ``freeze_plan``, ``freeze_param_plan``, ``freeze_injections``
 and ``rebuild_live_plan_from_meta``, so tests and benchmarks take either module as it
 is; ``rebuild_plan`` is the public name of the last. ``write_plan`` is
-``dump_meta(freeze_plan(plan), path)`` in one pass.
+``dump_meta(freeze_plan(plan), path)`` in one pass, and ``read_plan`` its pair,
+``rebuild_plan(load_meta(path))``.
 
 Before importing the generated modules (which load torch, seconds), this module checks
 they exist, so a missing one is reported at once with the command that makes it.
@@ -30,10 +31,11 @@ else:  # under the generated package's name here: see shardplan.staleness
 
 # After the check on purpose: these imports are the expensive part.
 import os
+from pathlib import Path
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.artifact.meta import file_path, meta_to_bytes
+from shardplan.artifact.meta import file_path, load_meta, meta_to_bytes
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
@@ -115,10 +117,25 @@ def rebuild_plan(
         resume_collector(paused)
 
 
+def read_plan(path: str | Path, *, allow_targets: AllowTargets = ()) -> ShardingPlan:
+    """Read the artifact at ``path`` and rebuild its live plan, strictly: the plan
+    ``rebuild_plan(load_meta(path), allow_targets=allow_targets)`` gives, or exactly its
+    error (a MetaError naming the place, the file's defect or the path's). The pair of
+    ``write_plan``. Targets are admitted only under ``allow_targets``
+    (rebuild_live_plan_from_meta). Automatic garbage collection is paused for the call
+    (shardplan.collector)."""
+    paused = pause_collector()
+    try:
+        return rebuild_plan(load_meta(path), allow_targets=allow_targets)
+    finally:
+        resume_collector(paused)
+
+
 __all__ = [
     "freeze_injections",
     "freeze_param_plan",
     "freeze_plan",
+    "read_plan",
     "rebuild_live_plan_from_meta",
     "rebuild_plan",
     "write_plan",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -180,3 +181,18 @@ def test_a_read_holds_at_most_three_and_a_half_files_beyond_the_document(tmp_pat
         tracemalloc.stop()
     assert meta.param_plan
     assert (peak - held) / size < 3.5
+
+
+def test_a_whole_file_is_read_into_one_buffer_and_never_copied(tmp_path: Path) -> None:
+    """The read that finds EOF adds nothing: the bytes the first read gave are returned as
+    they are, not joined into a second copy of the file (traced: at most one file's worth)."""
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(b"x" * (4 << 20))
+    tracemalloc.start()
+    try:
+        data = meta_module._read_regular_file(path, 8 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data) == 4 << 20
+    assert peak < 1.5 * (4 << 20)

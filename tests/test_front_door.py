@@ -18,6 +18,7 @@ HOMES = {
     "freeze_plan": "shardplan.api",
     "rebuild_plan": "shardplan.api",
     "write_plan": "shardplan.api",
+    "read_plan": "shardplan.api",
     "load_meta": "shardplan.artifact.meta",
     "dump_meta": "shardplan.artifact.meta",
     "apply_plan": "shardplan.parallelize.apply",
@@ -34,7 +35,7 @@ HOMES = {
     "StaleGeneratedCode": "shardplan.staleness",
 }
 # What needs torch by nature: the generated code and the torch integration.
-NEED_TORCH = {"freeze_plan", "rebuild_plan", "write_plan", "apply_plan", "check_fit"}
+NEED_TORCH = {"freeze_plan", "rebuild_plan", "write_plan", "read_plan", "apply_plan", "check_fit"}
 
 
 @pytest.mark.parametrize("name", sorted(HOMES))

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardplan.artifact import jsoncodec
+from shardplan.artifact import jsoncodec, meta
 from shardplan.artifact.meta import (
     KNOWN_KEYS,
     MAX_DOCUMENT_DEPTH,
@@ -169,6 +169,98 @@ def test_decode_reads_only_the_canonical_bytes_and_reads_them_as_stdlib_does(
         json.dumps(document, indent=2) + "\n",
     ):
         assert jsoncodec.decode(text) is None or text.encode() == canonical
+
+
+# ------------------------------------------------------------------ the first tier: counted
+
+
+def counted(raw: bytes) -> Any | None:
+    """The first tier as a reader runs it on its own: decoded, every object's members
+    counted against the file's ':' bytes and nesting bounded; None where it cannot say."""
+    found = jsoncodec.decode_counted(raw)
+    if found is None:
+        return None
+    document, colons = found
+    return document if jsoncodec.members_within(document, MAX_DOCUMENT_DEPTH) == colons else None
+
+
+def strictly(raw: bytes) -> Any:
+    """What load_meta's strict reader gives for ``raw`` (a MetaError where it refuses)."""
+    data = meta._parse_strictly(raw.decode("utf-8"), "f")
+    meta._refuse_deeper_than_written(data, "f")
+    return data
+
+
+def layouts(document: dict[str, Any]) -> list[bytes]:
+    """``document`` as several producers write it, and with a key repeated (compact and
+    indented: the first member written again, with another value)."""
+    texts = [
+        json.dumps(document),
+        json.dumps(document, separators=(",", ":")),
+        json.dumps(document, indent=2, sort_keys=True) + "\n",
+        json.dumps(document, indent=4, ensure_ascii=False),
+    ]
+    for key in list(document)[:1]:
+        texts.append("{" + json.dumps(key) + ": 0, " + json.dumps(document)[1:])
+        texts.append("{\n  " + json.dumps(key) + ": [],\n" + json.dumps(document, indent=2)[2:])
+    return [text.encode("utf-8", "surrogatepass") for text in texts]
+
+
+@half_the_profile
+@given(documents)
+def test_the_counted_tier_reads_what_the_strict_reader_reads_or_steps_aside(
+    document: dict[str, Any],
+) -> None:
+    """Whatever layout: where the count proves the document, the strict reader accepts
+    the file and gives the same document (repr: -0.0, 1 and 1.0, True told apart); a
+    repeated key, NaN, 1e400 or a lone surrogate never passes."""
+    for raw in layouts(document):
+        decoded = counted(raw)
+        if decoded is not None:
+            assert repr(decoded) == repr(strictly(raw))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":1,"a":1}',
+        b'{"a":{"b":1,"b":2},"c":"::"}',  # two colons in a string cannot hide the repeat
+        b'{"a":{"b":1,"b":2},"c":"\\u003a"}',  # nor an escaped one, which is no ':' byte
+        b'{"a":NaN}',
+        b'{"a":-Infinity}',
+        b'{"a":1e400}',
+        b'{"a":-1' + b"0" * 400 + b".0}",
+        b'{"a":"\\ud800"}',
+        b'{"a":' + b"1" * 4301 + b"}",  # past the standard library's digit limit
+        b'{"a":"\xc3\xa9"}',  # raw UTF-8: the strict reader reads it
+        b"[]",
+        b'{"a":1} x',
+    ],
+)
+def test_the_counted_tier_steps_aside_for_what_it_cannot_prove(raw: bytes) -> None:
+    assert counted(raw) is None
+
+
+def test_the_counted_tier_reads_big_ints_exactly_and_any_float_spelling() -> None:
+    raw = b'{"big":123456789012345678901234567890,"f":[1E5,0.00001,1e-7,-0.0]}'
+    assert repr(counted(raw)) == repr(json.loads(raw))
+
+
+def test_the_counted_tier_bounds_nesting_in_a_compact_file() -> None:
+    """No indentation to scan: the count's own walk refuses what the writer would not write."""
+    allowed = json.dumps({"x": nested(MAX_DOCUMENT_DEPTH - 1)}, separators=(",", ":")).encode()
+    too_deep = json.dumps({"x": nested(MAX_DOCUMENT_DEPTH)}, separators=(",", ":")).encode()
+    assert counted(allowed) == json.loads(allowed) == strictly(allowed)
+    assert jsoncodec.decode_counted(too_deep) is not None
+    assert counted(too_deep) is None
+    with pytest.raises(MetaError, match="nests deeper than 500 levels"):
+        strictly(too_deep)
+
+
+def test_a_colon_in_a_string_sends_the_file_to_the_second_tier() -> None:
+    raw = b'{"url":"https://example.org"}'
+    document, colons = jsoncodec.decode_counted(raw) or ({}, 0)
+    assert (jsoncodec.members_within(document, 2), colons) == (1, 2)
 
 
 # ------------------------------------------------------------------ the fast path is taken

@@ -208,3 +208,45 @@ def test_check_entry_builds_the_entry_s_path_only_when_it_raises(
     with pytest.raises(MetaError) as caught:
         plan_meta.check_entry({"params": {}, "junk": 1}, "m", ("params",), True)
     assert caught.value.path == 'param_plan["m"].junk' and built == ["m"]
+
+
+def test_rules_of_a_dict_or_str_subclass_built_in_python_are_indexed_as_before() -> None:
+    """index_rules' accepting path tests exact types; a subclass takes the checking path,
+    which accepts it as isinstance did."""
+    from shardplan.artifact.meta import CodegenMeta
+    from shardplan.artifact.plan_meta import index_rules
+
+    class Rule(dict):  # type: ignore[type-arg]
+        pass
+
+    class Name(str):
+        pass
+
+    first, second = Rule(match="m", ep_size=2), {"match": Name("n"), "ep_size": 2}
+    meta = CodegenMeta(param_plan={"m": {}, "n": {}}, injections=[first, second])
+    assert index_rules(meta, ("ep_size",), True) == {"m": (0, first), "n": (1, second)}
+    meta.injections.append(Rule(match=Name("n")))
+    with pytest.raises(MetaError, match="a second rule for 'n'; the first is injections.1.") as e:
+        index_rules(meta, ("ep_size",), True)
+    assert e.value.path == "injections[2].match"
+
+
+def test_the_entry_check_takes_a_value_whose_equality_refuses_none() -> None:
+    """The accepting path's set test compares values with None; a value built in Python
+    whose == raises (an array) takes the loop, which tests identity, as before."""
+    from shardplan.artifact import plan_meta
+
+    class Array:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("the truth value of an array is ambiguous")
+
+        __hash__ = object.__hash__
+
+    entry = {"params": Array()}
+    assert plan_meta.check_entry(entry, "m", ["params"], True) is entry
+    with pytest.raises(MetaError) as caught:
+        plan_meta.check_entry({"params": Array(), "out_names": None}, "m", ("params",), True)
+    assert caught.value.path == 'param_plan["m"].out_names'
+    with pytest.raises(MetaError) as caught:
+        plan_meta.check_entry({"params": None}, "m", ("params",), True)
+    assert caught.value.path == 'param_plan["m"].params' and "never written" in str(caught.value)

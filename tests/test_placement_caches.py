@@ -97,3 +97,35 @@ def test_benchmark_hand_written_code_agrees_with_generated_and_reference() -> No
     assert [s._deferred_bias_params for s in rebuilt[0].values()] == [
         s._deferred_bias_params for s in rebuilt[2].values()
     ]
+
+
+def test_benchmark_hand_written_rebuild_refuses_what_the_generated_code_refuses() -> None:
+    """The floor has the same checks: on every malformed meta and strict-law case, the
+    hand-written rebuild raises the generated code's error (path and message)."""
+    from shardplan.artifact.meta import meta_from_dict
+    from shardplan.errors import MetaError
+    from tests.test_laws import REFUSED_STRICTLY
+    from tests.test_meta_errors import MALFORMED
+
+    stale = handwritten.not_for_these_tables()
+    if stale:
+        pytest.skip(stale)
+    documents = [document for document, _ in REFUSED_STRICTLY.values()]
+    for case in MALFORMED:
+        try:
+            documents.append(json.loads(case.values[0]))
+        except (ValueError, RecursionError):
+            continue  # not JSON, or too deep: refused by the reader, before any rebuild
+    for document in documents:
+        try:
+            meta = meta_from_dict(document)
+        except MetaError:
+            continue  # refused at load, before any rebuild
+        errors = []
+        for m in (api, handwritten):
+            try:
+                m.rebuild_live_plan_from_meta(meta, allow_targets=("json.dumps",))
+                errors.append(None)
+            except MetaError as exc:
+                errors.append((exc.path, str(exc)))
+        assert errors[0] == errors[1], document

@@ -258,3 +258,29 @@ def test_frozen_kwargs_keep_their_order_share_no_container_and_name_the_first_ba
     with pytest.raises(FreezeError) as caught:
         frozen_target(target, "m.inner_wrapper")
     assert caught.value.path == "m.inner_wrapper.bad"
+
+
+def test_a_rebuilt_target_copies_its_kwargs_and_names_the_first_too_deep() -> None:
+    """Rebuild copies each kwarg (none shared with the meta) and, for one nested deeper
+    than freeze writes, names that kwarg's place: the path is built only for the error."""
+    from shardplan.convert import trust
+    from shardplan.convert.json_values import MAX_DEPTH
+    from shardplan.convert.targets import target_from_frozen
+    from shardplan.errors import MetaError
+
+    deep: Any = 0
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    data = {"_target_": "json.dumps", "indent": 2, "nested": {"a": [1]}, "none": None}
+    token = trust.begin_rebuild(("json.dumps",))
+    try:
+        target = target_from_frozen(data, "injections[0].inner_wrapper")
+        assert target == Target("json.dumps", indent=2, nested={"a": [1]}, none=None)
+        assert target.kwargs["nested"] is not data["nested"]
+        assert target._place == "injections[0].inner_wrapper" and target._resolved is None
+        with pytest.raises(MetaError) as caught:
+            target_from_frozen({**data, "deep": deep, "deeper": [deep]}, "injections[3].x")
+    finally:
+        trust.end_rebuild(token)
+    assert caught.value.path == "injections[3].x.deep"
+    assert "which freeze never writes" in str(caught.value)

@@ -22,7 +22,17 @@ left to the caller's standard library path (None): a key that is not a str (json
 would write 1 as "1"; msgspec's sorted encoder refuses it, found in one cheap pass), and
 nesting deeper than the writer allows.
 
-Reading: msgspec decodes, and the result is trusted only when encoding it again gives
+Reading, first (``decode_counted``, for a caller whose own pass visits every object):
+msgspec decodes any layout of ASCII JSON, with a float hook that refuses what overflows
+(``1e400``); it refuses NaN and Infinity (not JSON to msgspec) and reads ints beyond 64
+bits exactly, as the standard library does. It keeps the last of two equal keys, so the
+caller proves no key repeated by counting: the members of every object it visits
+(``members_within`` counts the rest and bounds nesting) against the ':' bytes of the
+file. Each member has its own ':' and a repeated key leaves the decoded objects fewer
+members than the file holds, so equal counts prove none repeated; a ':' inside a string
+only makes them differ, and then the second tier decides.
+
+Reading, second: msgspec decodes, and the result is trusted only when encoding it again gives
 the input bytes exactly; otherwise (None) the caller's strict reader runs. Where msgspec
 and the standard library differ (found by experiment on msgspec 0.23): msgspec writes
 non-ASCII and 0x7f raw, floats as ``1e16``, ``1.5e-7``, ``0.00001`` (stdlib: ``1e+16``,
@@ -47,8 +57,8 @@ from shardplan.collector import pause_collector, resume_collector
 _ENCODER = msgspec.json.Encoder(order="sorted")  # sorted: stdlib's sort_keys, for str keys
 
 
-class _NotCanonical(Exception):
-    """Raised by the float hook to stop a decode early: the text is not stdlib's."""
+class _Refused(Exception):
+    """Raised by a float hook to stop a decode early: a text this tier does not take."""
 
 
 def _stdlib_float(text: str) -> float:
@@ -58,11 +68,25 @@ def _stdlib_float(text: str) -> float:
     # the canonical form. float() parses exactly as json.loads does by default.
     value = float(text)
     if repr(value) != text:
-        raise _NotCanonical(text)
+        raise _Refused(text)
     return value
 
 
 _DECODER = msgspec.json.Decoder(float_hook=_stdlib_float)
+
+
+def _finite_float(text: str) -> float:
+    # The first tier's hook: any spelling the standard library reads, to the same float
+    # (float() is json.loads' default), but not one that overflows (the strict reader
+    # refuses 1e400, naming it).
+    value = float(text)
+    if value == _INFINITY or value == -_INFINITY:
+        raise _Refused(text)
+    return value
+
+
+_INFINITY = float("inf")
+_ANY_LAYOUT_DECODER = msgspec.json.Decoder(float_hook=_finite_float)
 
 # The writer refuses nesting deeper than 500 levels (meta.MAX_DOCUMENT_DEPTH); msgspec
 # does not. A container at level 501 sits on a line indented by 1000 spaces, so this
@@ -214,7 +238,7 @@ def decode(data: bytes | str) -> Any | None:
     paused = pause_collector()  # it builds a container per object: see collector.py
     try:
         document = _DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError, _NotCanonical):
+    except (msgspec.DecodeError, RecursionError, _Refused):
         return None
     finally:
         resume_collector(paused)
@@ -237,3 +261,48 @@ def decode(data: bytes | str) -> Any | None:
     ):
         return None
     return document
+
+
+def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
+    """The document ``json.loads(data)`` gives, if ``data`` is ASCII JSON whose top level is
+    an object, and the number of ':' bytes in ``data``; None where this tier cannot say
+    (then the second tier, ``decode``, or the strict reader decides).
+
+    What it does not prove is left to the caller: that no key repeats (its members,
+    counted, must equal the ':' bytes returned) and that nothing nests deeper than the
+    writer writes (``members_within`` does both for what the caller's pass does not
+    visit). Any layout is read: compact, unsorted, another indent.
+    """
+    if not data.isascii():
+        return None  # raw UTF-8 and invalid bytes: the strict reader reads or names them
+    was_enabled = pause_collector()  # it builds a container per object: see collector.py
+    try:
+        document = _ANY_LAYOUT_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError, _Refused):
+        # DecodeError: not JSON (NaN, a lone surrogate, ...) or an int past the standard
+        # library's digit limit; RecursionError: nested past the interpreter's stack.
+        return None
+    finally:
+        resume_collector(was_enabled)
+    if type(document) is not dict:
+        return None
+    return document, data.count(b":")
+
+
+def members_within(value: Any, levels: int) -> int | None:
+    """The members of every object in ``value`` (JSON types), counted; None if a container
+    in it nests more than ``levels`` deep (``value`` itself, if a container, is level 1)."""
+    members = 0
+    level = [value] if type(value) in (dict, list) else []
+    while level:
+        if levels <= 0:
+            return None
+        levels -= 1
+        below: list[Any] = []
+        for node in level:
+            if type(node) is dict:
+                members += len(node)
+                node = node.values()
+            below += [child for child in node if type(child) is dict or type(child) is list]
+        level = below
+    return members

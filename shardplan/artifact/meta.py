@@ -78,9 +78,6 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
 # dump_meta writes again): what the standard library's decoder reads back well within the
 # interpreter's recursion limit. Frozen values nest far less (json_values.MAX_DEPTH).
 MAX_DOCUMENT_DEPTH = 500
-# In a canonical file (indent 2) a line this indented is nested MAX_DOCUMENT_DEPTH deep: the
-# only files the reader must walk to measure.
-_DEEP_LINE = b"\n" + b" " * (2 * MAX_DOCUMENT_DEPTH)
 
 
 def _refuse_deeper_than_written(document: object, source: str) -> None:
@@ -178,8 +175,7 @@ def meta_from_json(text: str, source: str = "<string>") -> CodegenMeta:
     if data is None:
         data = _parse_strictly(text, source)
         _refuse_deeper_than_written(data, source)
-    elif _DEEP_LINE.decode() in text:
-        _refuse_deeper_than_written(data, source)
+    # else: jsoncodec.decode refused a line nested MAX_DOCUMENT_DEPTH deep, its one scan
     return meta_from_dict(data)
 
 
@@ -260,9 +256,24 @@ def _read_meta(path: Path, max_bytes: int, given: bool) -> CodegenMeta:
             raise MetaError("", f"{path} is not UTF-8: {exc}") from None
         data = _parse_strictly(text, str(path))
         _refuse_deeper_than_written(data, str(path))
-    elif _DEEP_LINE in raw:
-        _refuse_deeper_than_written(data, str(path))
+    # else: jsoncodec.decode refused a line nested MAX_DOCUMENT_DEPTH deep, its one scan
     return meta_from_dict(data)
+
+
+def read_counted(
+    path: str | Path, max_bytes: int | None = None
+) -> tuple[dict[str, Any], int] | None:
+    """The first tier of a read (jsoncodec.decode_counted) for a reader whose own pass
+    visits every object: the document of the file at ``path`` and its ':' bytes, or None
+    where that tier cannot say (load_meta's path then decides). The file is refused as
+    load_meta refuses it, with the same MetaError; running out of memory is None, so
+    load_meta's path says so. The document is the caller's: nobody else holds it."""
+    if max_bytes is None:
+        max_bytes = MAX_FILE_BYTES
+    try:
+        return jsoncodec.decode_counted(_read_regular_file(Path(path), max_bytes))
+    except MemoryError:
+        return None
 
 
 def _read_regular_file(path: Path, max_bytes: int, given: bool = False) -> bytes:
@@ -288,6 +299,8 @@ def _read_regular_file(path: Path, max_bytes: int, given: bool = False) -> bytes
             while parts[-1] and size <= max_bytes:
                 parts.append(file.read(min(max_bytes + 1 - size, _READ_ON)))
                 size += len(parts[-1])
+            if not parts[-1]:
+                parts.pop()  # the read that found EOF: joining it would copy the file
     except MetaError:  # a ValueError too: not a NUL byte
         raise
     except OSError as exc:
@@ -296,7 +309,7 @@ def _read_regular_file(path: Path, max_bytes: int, given: bool = False) -> bytes
         raise MetaError("", f"cannot read {str(path)!r}: {exc}") from None
     if size > max_bytes:
         _refuse_unless_readable(path, found, max_bytes, given, size)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)  # b"" for an empty file
 
 
 def _refuse_unless_readable(

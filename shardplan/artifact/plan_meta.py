@@ -175,11 +175,36 @@ def check_entry(
     if not isinstance(entry, dict):
         raise MetaError(entry_path(fqn), f"expected an object, got {json_type(entry)}")
     if strict:
-        for key, value in entry.items():  # one pass for both checks: the accepting path
-            if value is None and key not in nulls or key not in known:
-                check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
-                refuse_nulls(entry, entry_path, fqn, nulls)  # or the first null
+        # The accepting path: two set operations, in C. A null or an unknown key takes the
+        # loop below, which names it (or accepts a null under ``nulls``).
+        try:
+            clean = _key_set(known).issuperset(entry) and None not in entry.values()
+        except (
+            Exception
+        ):  # noqa: BLE001 - a value whose == refuses None (an array, built in Python)
+            clean = False
+        if not clean:
+            for key, value in entry.items():
+                if value is None and key not in nulls or key not in known:
+                    check_keys(entry, known, entry_path(fqn))  # raises, naming the first unknown
+                    refuse_nulls(entry, entry_path, fqn, nulls)  # or the first null
     return entry
+
+
+# The known keys as a set, for each collection the rebuilds pass (a table's constant tuple).
+_KEY_SETS: dict[Collection[str], frozenset[str]] = {}
+
+
+def _key_set(known: Collection[str]) -> frozenset[str]:
+    try:
+        found = _KEY_SETS.get(known)
+    except TypeError:  # not hashable: a list
+        return frozenset(known)
+    if found is None:
+        found = frozenset(known)
+        if len(_KEY_SETS) < 64:  # bounded, as every cache an input can grow
+            _KEY_SETS[known] = found
+    return found
 
 
 def refuse_nulls(
@@ -206,31 +231,47 @@ def index_rules(
     """Map each rule's ``match`` FQN to (index, rule), refusing orphans and duplicates (and,
     if strict, unknown keys, nulls, and a rule with no injection: freeze writes none)."""
     rules: dict[str, tuple[int, dict[str, Any]]] = {}
+    entries = meta.param_plan
+    keys = frozenset((MATCH_KEY, *known))
     for index, rule in enumerate(meta.injections):
-        path = rule_path(index)
-        if not isinstance(rule, dict):
-            raise MetaError(path, f"expected an object, got {json_type(rule)}")
-        if MATCH_KEY not in rule:
-            raise MetaError(path, f'a rule needs a "{MATCH_KEY}" key naming a module FQN')
-        fqn = rule[MATCH_KEY]
-        match_path = field_path(path, MATCH_KEY)
-        if not isinstance(fqn, str):
-            raise MetaError(match_path, f"expected a string, got {json_type(fqn)}")
-        if fqn not in meta.param_plan:
-            raise MetaError(match_path, f"no param_plan entry for {fqn!r}; every rule needs one")
-        if fqn in rules:
-            first = rules[fqn][0]
-            raise MetaError(
-                match_path, f"a second rule for {fqn!r}; the first is {rule_path(first)}"
-            )
-        if strict:
-            check_keys(rule, (MATCH_KEY, *known), path)
+        # The accepting path tests only; _refuse_rule builds the paths and says what is wrong.
+        fqn = rule.get(MATCH_KEY) if type(rule) is dict else None
+        if type(fqn) is not str or fqn not in entries or fqn in rules:
+            fqn = _checked_match(rule, index, entries, rules)
+        if strict and (len(rule) == 1 or not keys.issuperset(rule) or None in rule.values()):
+            check_keys(rule, (MATCH_KEY, *known), rule_path(index))
             refuse_nulls(rule, rule_path, index, nulls)
             if len(rule) == 1:
                 raise MetaError(
-                    path,
+                    rule_path(index),
                     "a rule with no injection is never written, so it would not come back: "
                     "remove it (strict=False ignores it)",
                 )
         rules[fqn] = (index, rule)
     return rules
+
+
+def _checked_match(
+    rule: Any,
+    index: int,
+    entries: dict[str, Any],
+    rules: dict[str, tuple[int, dict[str, Any]]],
+) -> str:
+    """The MetaError, naming its place, for a rule index_rules cannot index; or the FQN of
+    one it can that the accepting path does not take (a dict or str subclass, built in
+    Python)."""
+    path = rule_path(index)
+    if not isinstance(rule, dict):
+        raise MetaError(path, f"expected an object, got {json_type(rule)}")
+    if MATCH_KEY not in rule:
+        raise MetaError(path, f'a rule needs a "{MATCH_KEY}" key naming a module FQN')
+    fqn = rule[MATCH_KEY]
+    match_path = field_path(path, MATCH_KEY)
+    if not isinstance(fqn, str):
+        raise MetaError(match_path, f"expected a string, got {json_type(fqn)}")
+    if fqn not in entries:
+        raise MetaError(match_path, f"no param_plan entry for {fqn!r}; every rule needs one")
+    if fqn in rules:
+        first = rules[fqn][0]
+        raise MetaError(match_path, f"a second rule for {fqn!r}; the first is {rule_path(first)}")
+    return fqn

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shardplan.convert import trust
-from shardplan.convert.json_values import copied_json, json_copy, raise_if_unwritable
+from shardplan.convert.json_values import TooDeep, copied_json, json_copy, raise_if_unwritable
 from shardplan.errors import FreezeError, MetaError, field_path, key_path, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN, TARGET_KEY
 
@@ -216,6 +216,10 @@ def _check_target_path(dotted: object, path: str) -> None:
         _VALID_PATHS.add(dotted)
 
 
+# JSON values a Target's kwargs hold as they stand: immutable, nothing to copy.
+_IMMUTABLE_JSON = (str, int, float, bool, type(None))
+
+
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     """Rebuild a Target from ``{"_target_": path, **kwargs}`` or raise MetaError.
 
@@ -239,13 +243,23 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
         trust.check_path(dotted, allowed, path)
         scope.admitted.add(dotted)
     # The kwargs are copied (no container shared with the meta or another rebuild), and
-    # nest no deeper than freeze writes.
-    kwargs = {
-        key: copied_json(value, field_path(path, key))
-        for key, value in data.items()
-        if key != TARGET_KEY
-    }
-    target = Target(dotted, **kwargs)
+    # nest no deeper than freeze writes; a kwarg's path is built only for its error.
+    kwargs: dict[str, Any] = {}
+    try:
+        for key, value in data.items():
+            if key != TARGET_KEY:
+                kwargs[key] = value if type(value) in _IMMUTABLE_JSON else json_copy(value)
+    except TooDeep:
+        for key, value in data.items():
+            if key != TARGET_KEY:
+                copied_json(value, field_path(path, key))  # raises, naming the first
+        raise  # not reached: a value too deep above is too deep here
+    # The path was checked above, and TARGET_KEY is not among the kwargs: built as
+    # Target(dotted, **kwargs) would build it, without checking the path a second time.
+    target = Target.__new__(Target)
+    target.path = dotted
+    target.kwargs = kwargs
+    target._resolved = None
     target._allowed = allowed
     target._place = path
     if allowed is not None and allowed.bound:

@@ -1,0 +1,161 @@
+"""``read_plan(path)`` is the pair ``rebuild_plan(load_meta(path))`` (docs/contract.md §9):
+the same plan, or exactly the same error (type, path, message), for every file. Its own
+fast path may consume the document it decoded and steps back to the pair's path on
+anything unexpected; these tests hold it to the pair on malformed files, on the strict
+rebuild laws' cases, on the 300 older artifacts and on drawn damaged files."""
+
+from __future__ import annotations
+
+import json
+import random
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import shardplan
+from shardplan import api
+from shardplan.artifact.meta import load_meta, meta_to_bytes
+from shardplan.errors import MetaError
+from tests import strategies
+from tests.helpers import CORPUS, CORPUS_FILES
+from tests.test_laws import ODD_VALUES, REFUSED_STRICTLY, _planted, bases
+from tests.test_meta_errors import MALFORMED
+from tests.test_producers import PRODUCERS
+
+TRUSTED = strategies.TARGET_ENTRIES
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
+    """What a read gives: the plan's frozen bytes, or the error's type, path and message."""
+    try:
+        plan = call()
+    except Exception as exc:  # noqa: BLE001 - any error must be the pair's, exactly
+        return ("error", type(exc), getattr(exc, "path", None), str(exc))
+    return ("plan", meta_to_bytes(api.freeze_plan(plan)))
+
+
+def both(path: Path, allow_targets: Any = TRUSTED) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """read_plan's outcome and the pair's, for the file at ``path``."""
+    read = outcome(lambda: shardplan.read_plan(path, allow_targets=allow_targets))
+    pair = outcome(lambda: shardplan.rebuild_plan(load_meta(path), allow_targets=allow_targets))
+    return read, pair
+
+
+def test_read_plan_reads_what_write_plan_wrote(tmp_path: Path) -> None:
+    plan = strategies.random_plan(3)
+    path = tmp_path / "codegen_meta.json"
+    shardplan.write_plan(plan, path)
+    rebuilt = shardplan.read_plan(path, allow_targets=TRUSTED)
+    assert rebuilt.modules.keys() == plan.modules.keys()
+    assert meta_to_bytes(api.freeze_plan(rebuilt)) == path.read_bytes()
+
+
+@pytest.mark.parametrize(("raw", "where", "fragment"), MALFORMED)
+def test_a_malformed_file_gives_the_pairs_error(
+    tmp_path: Path, raw: bytes, where: str, fragment: str
+) -> None:
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(raw)
+    read, pair = both(path, allow_targets=())
+    assert read == pair
+    assert read[:3] == ("error", MetaError, where) and fragment in read[3]
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_STRICTLY))
+def test_the_strict_laws_refusals_are_the_pairs(tmp_path: Path, case: str) -> None:
+    document, where = REFUSED_STRICTLY[case]
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    read, pair = both(path, allow_targets=("json.dumps",))
+    assert read == pair
+    assert read[0] == "error" and read[2].startswith(where), read
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, 39), seed=st.integers(0, 2**32), value=st.sampled_from(ODD_VALUES))
+def test_law_1_holds_for_read_plan_as_for_the_pair(
+    tmp_path_factory: pytest.TempPathFactory, index: int, seed: int, value: Any
+) -> None:
+    """A drawn document with an odd value planted (test_laws): read_plan and the pair agree,
+    and what they accept freezes back to the file's bytes."""
+    document = _planted(bases()[index], random.Random(seed), value)
+    path = tmp_path_factory.mktemp("law") / "codegen_meta.json"
+    raw = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+    path.write_bytes(raw)
+    read, pair = both(path)
+    assert read == pair
+    if read[0] == "plan":
+        assert read[1] == raw
+
+
+def test_the_300_older_artifacts_read_to_the_pairs_plan_and_back_to_their_bytes(
+    tmp_path: Path,
+) -> None:
+    with tarfile.open(CORPUS / "drawn_before_one_vocabulary.tar.xz", mode="r:xz") as archive:
+        members = [m for m in archive.getmembers() if m.isfile()]
+        artifacts = [(m.name, archive.extractfile(m).read()) for m in members]  # type: ignore[union-attr]
+    assert len(artifacts) == 300
+    differ = []
+    for name, data in artifacts:
+        path = tmp_path / name
+        path.write_bytes(data)
+        read, pair = both(path, allow_targets=TRUSTED)
+        if read != pair or read != ("plan", data):
+            differ.append(name)
+    assert differ == []
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
+def test_the_producers_corpus_reads_to_the_pairs_plan(path: Path) -> None:
+    read, pair = both(path, allow_targets=PRODUCERS)
+    assert read == pair and read[0] == "plan"
+
+
+# ------------------------------------------------------------------ drawn damage
+
+# Bytes a damaged artifact is likely to hold in the wrong place: JSON's own tokens,
+# placement texts, a Target's key.
+DAMAGE_BYTES = [b"{", b"}", b"[", b"]", b'"', b":", b",", b"0", b"-1", b"2.0", b"1e400",
+                b"NaN", b"null", b"true", b" ", b"\n", b"S(", b"R", b"\\u003a", b"\xff",
+                b'"_target_": "json.dumps", ', b'"x": ']  # fmt: skip
+
+
+def damaged(raw: bytes, rng: random.Random) -> bytes:
+    """``raw`` with one defect: a line repeated (a key given twice) or dropped, bytes
+    put in, replaced or cut out, the file cut short, or the whole written compact."""
+    lines = raw.split(b"\n")
+    at = rng.randrange(len(raw) + 1)
+    kind = rng.randrange(7)
+    if kind == 0:
+        line = rng.randrange(len(lines))
+        lines.insert(line, lines[line])
+        return b"\n".join(lines)
+    if kind == 1:
+        del lines[rng.randrange(len(lines))]
+        return b"\n".join(lines)
+    if kind == 2:
+        return raw[:at] + rng.choice(DAMAGE_BYTES) + raw[at:]
+    if kind == 3:
+        return raw[:at] + rng.choice(DAMAGE_BYTES) + raw[at + rng.randrange(1, 8) :]
+    if kind == 4:
+        return raw[: at - rng.randrange(0, 3)] + raw[at:] if at else raw[1:]
+    if kind == 5:
+        return raw[:at]
+    return json.dumps(json.loads(raw), separators=(",", ":")).encode()
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, 39), seed=st.integers(0, 2**32))
+def test_a_damaged_file_gives_read_plan_and_the_pair_the_same_plan_or_the_same_error(
+    tmp_path_factory: pytest.TempPathFactory, index: int, seed: int
+) -> None:
+    raw = (json.dumps(bases()[index], indent=2, sort_keys=True) + "\n").encode()
+    path = tmp_path_factory.mktemp("damaged") / "codegen_meta.json"
+    path.write_bytes(damaged(raw, random.Random(seed)))
+    read, pair = both(path)
+    assert read == pair
