@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 import torch
 
-from shardplan.examples.ranks import folder, free_port, run_ranks
+from shardplan.examples.ranks import folder, free_port, launch_ranks
 
 FORWARD_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4
@@ -284,16 +283,6 @@ def run(cases: list[Case], ranks: int, out: Path, timeout: float) -> int:
         f"plan fits: mesh ({', '.join(f'{k}={v}' for k, v in shape.items())}) on {ranks} gloo "
         "processes; reference: one process"
     )
-    port = free_port()
-    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(out)]
-    command += ["--port", str(port), "--world", str(ranks), "--artifact-rank"]
-    codes = run_ranks([[*command, str(r)] for r in range(ranks)], env, timeout)
-    if isinstance(codes, str):
-        print(f"demo: {codes}", file=sys.stderr)
-        return 1
-    if any(codes):
-        print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
-        return 1
-    per_rank = [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
-    return summary(cases, per_rank, start)
+    flags = ["--world", str(ranks), "--artifact-rank"]
+    per_rank = launch_ranks(out, free_port(), flags, ranks, timeout)
+    return 1 if per_rank is None else summary(cases, per_rank, start)

@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 from shardplan.examples.ranks import (
     folder,
     free_port,
-    run_ranks,
+    launch_ranks,
     under_torchrun,
 )
 
@@ -175,24 +175,12 @@ def run(out: Path | None, layers: int, timeout: float) -> int:
         torch.save(saved, here / MODEL_FILE)
         _print_prepared(facts, layers, here / ARTIFACT, out is not None)
         port = free_port()
-        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-        command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(here)]
-        command += ["--port", str(port), "--rank"]
         print(
             f"started {WORLD_SIZE} CPU processes (gloo on 127.0.0.1:{port}); each rebuilds "
             "the plan and shards the model"
         )
-        codes = run_ranks([[*command, str(r)] for r in range(WORLD_SIZE)], env, timeout)
-        if isinstance(codes, str):
-            print(f"demo: {codes}", file=sys.stderr)
-            return 1
-        if any(codes):
-            print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
-            return 1
-        results = [
-            json.loads((here / f"rank{rank}.json").read_text()) for rank in range(WORLD_SIZE)
-        ]
-        return report(results, start)
+        results = launch_ranks(here, port, ["--rank"], WORLD_SIZE, timeout)
+        return 1 if results is None else report(results, start)
 
 
 def torchrun_rank(out: Path | None, layers: int, timeout: float) -> int:

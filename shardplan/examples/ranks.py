@@ -4,14 +4,17 @@ working folder a run removes, and the rank processes a one-command run launches
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 TEMP_PREFIX = "specgen-demo-"
 INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
@@ -64,3 +67,23 @@ def run_ranks(commands: list[list[str]], env: dict[str, str], timeout: float) ->
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def launch_ranks(
+    out: Path, port: int, flags: list[str], world: int, timeout: float
+) -> list[Any] | None:
+    """Start ``world`` demo ranks on this machine (``python -m shardplan.examples.demo --out
+    OUT --port PORT *flags RANK``, gloo on loopback), wait for them and read the report each
+    writes (``rank{r}.json`` in ``out``); None, with why printed, when one failed or they
+    ran out of time."""
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "shardplan.examples.demo", "--out", str(out)]
+    command += ["--port", str(port), *flags]
+    codes = run_ranks([[*command, str(rank)] for rank in range(world)], env, timeout)
+    if isinstance(codes, str):
+        print(f"demo: {codes}", file=sys.stderr)
+        return None
+    if any(codes):
+        print(f"demo: a rank failed (exit statuses {codes})", file=sys.stderr)
+        return None
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(world)]
