@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -48,6 +49,20 @@ def my_planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     from tests.trust_helpers import MY_PLANNER, installed
 
     yield from installed(tmp_path, monkeypatch, MY_PLANNER)
+
+
+@pytest.fixture(scope="module")
+def mesh() -> Iterator[Any]:
+    """A one-process gloo group and its 1-D ``tp`` mesh: enough for apply_plan's checks and a
+    real parallelize_module (torch imported only by the modules that ask for it)."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
+    finally:
+        dist.destroy_process_group()
 
 
 @pytest.fixture

@@ -6,13 +6,11 @@ Real processes: the demo, which shards on two processes as a user would run it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
-from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
 import shardplan
@@ -57,16 +55,6 @@ def test_placements_resolve_in_mesh_order_with_missing_axes_replicated() -> None
         ApplyError, match=r"w: mesh axis 'ep' is not a dimension of the mesh \(tp\)"
     ):
         resolve_placements({"ep": Shard(0)}, ("tp",), "w")
-
-
-@pytest.fixture(scope="module")
-def mesh() -> Iterator[DeviceMesh]:
-    """A one-process gloo group: enough for apply_plan's checks and a real parallelize_module."""
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
-    finally:
-        dist.destroy_process_group()
 
 
 def test_apply_on_one_process_shards_every_planned_layer_and_keeps_outputs(

@@ -216,19 +216,6 @@ def test_an_exact_entry_over_a_library_still_rebuilds_and_calls() -> None:
 # ------------------------------------------------------------- through apply_plan
 
 
-@pytest.fixture(scope="module")
-def gloo_mesh() -> Iterator[Any]:
-    """A one-process gloo group, as the issue ran apply_plan."""
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
-        yield init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
-    finally:
-        dist.destroy_process_group()
-
-
 def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
     """The example plan's artifact, as a document, with ``rule``'s keys on its module: in
     the rule the artifact has for it, if it has one (a table may write a rule for every
@@ -254,7 +241,7 @@ def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
 def test_apply_plan_never_calls_an_attack(
     victim: Path,
     monkeypatch: pytest.MonkeyPatch,
-    gloo_mesh: Any,
+    mesh: Any,
     path: str,
     entries: tuple[str, ...],
     kwargs: dict[str, Any],
@@ -268,7 +255,7 @@ def test_apply_plan_never_calls_an_attack(
 
     def apply(document: dict[str, Any], allow: tuple[str, ...]) -> None:
         plan = impl.rebuild_live_plan_from_meta(meta_from_dict(document), allow_targets=allow)
-        apply_plan(LlamaForCausalLM(LlamaConfig(n_layers=1)), plan, gloo_mesh)
+        apply_plan(LlamaForCausalLM(LlamaConfig(n_layers=1)), plan, mesh)
 
     rule = {"match": "model.layers.0.mlp", "local_compute_fn": {"_target_": path, **kwargs}}
     for entry in entries:
