@@ -235,14 +235,8 @@ def decode(data: bytes | str) -> Any | None:
         data = data.encode("ascii")
     elif not data.isascii():
         return None  # also sends invalid UTF-8 to the reader that names it
-    paused = pause_collector()  # it builds a container per object: see collector.py
-    try:
-        document = _DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError, _Refused):
-        return None
-    finally:
-        resume_collector(paused)
-    if not isinstance(document, dict):
+    document = _decoded_object(_DECODER, data)
+    if document is None:
         return None
     # The decoded values are plain JSON types with stdlib float texts, so the read-back
     # check of encode() is not needed: the bytes alone decide.
@@ -275,18 +269,23 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
     """
     if not data.isascii():
         return None  # raw UTF-8 and invalid bytes: the strict reader reads or names them
-    was_enabled = pause_collector()  # it builds a container per object: see collector.py
+    document = _decoded_object(_ANY_LAYOUT_DECODER, data)
+    return None if document is None else (document, data.count(b":"))
+
+
+def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str, Any] | None:
+    """The object ``decoder`` reads from ASCII ``data``, collector paused (it builds a
+    container per object: see collector.py); None for anything else: not JSON to msgspec
+    (NaN, a lone surrogate, an int past the standard library's digit limit), nested past
+    the interpreter's stack, a float text the hook refuses, or not an object."""
+    paused = pause_collector()
     try:
-        document = _ANY_LAYOUT_DECODER.decode(data)
+        document = decoder.decode(data)
     except (msgspec.DecodeError, RecursionError, _Refused):
-        # DecodeError: not JSON (NaN, a lone surrogate, ...) or an int past the standard
-        # library's digit limit; RecursionError: nested past the interpreter's stack.
         return None
     finally:
-        resume_collector(was_enabled)
-    if type(document) is not dict:
-        return None
-    return document, data.count(b":")
+        resume_collector(paused)
+    return document if type(document) is dict else None
 
 
 def members_within(value: Any, levels: int) -> int | None:
