@@ -7,6 +7,7 @@ with one random defect planted somewhere in their JSON.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import random
@@ -300,8 +301,10 @@ _SPEC_DEFAULTS = _defaults(ModuleShardingSpec)
 _PLAN_DEFAULTS = _defaults(ShardingPlan)
 
 
+@functools.cache
 def crossing_of(row: Any) -> Crossing:
-    """The row's crossing, against the class its table describes."""
+    """The row's crossing, against the class its table describes; resolved once a row (a
+    draw asks for it per value, and resolving parses literals)."""
     cls = ShardingPlan if row.group in TOP_LEVEL_GROUPS else ModuleShardingSpec
     return resolve(row, next((f for f in dataclasses.fields(cls) if f.name == row.name), None))
 

@@ -31,6 +31,7 @@ Outside any rebuild the scope admits nothing.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import re
@@ -400,9 +401,8 @@ def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
     # Whose code it opens matters only to an entry that opens a module (a top-level name
     # can only be one) or a subtree; a name that is neither is exact (AllowList.modules).
     top, dot, _ = entry.partition(".")
-    opens = subtree or not dot or names_module(entry)
-    library = library_of(top) if opens else None
-    if library is not None:
+    library = library_of(top)
+    if library is not None and (subtree or not dot or _names_library_module(entry)):
         where = f"below {entry}" if subtree else f"of module {entry}"
         raise _entry_error(
             f"allow_targets entry {shown_entry} is refused: {library}, not the program's own "
@@ -416,6 +416,13 @@ def _check_entry_name(entry: str, shown_entry: str, subtree: bool) -> None:
             f"allow_targets entry {shown_entry} would allow nothing: {refused} is always "
             f"refused (it {ALWAYS_REFUSED[refused]})"
         )
+
+
+@functools.cache
+def _names_library_module(entry: str) -> bool:
+    # A library's modules do not come and go while a process runs (library_of reads them
+    # once a process too), so each name is looked up once: a rebuild's start stays cheap.
+    return names_module(entry)
 
 
 def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -294,8 +295,13 @@ class Crossing:
     def is_absent_value(self, value: Any) -> bool:
         """Whether ``value`` is the absent value exactly: equal to it, and of its type
         (``True`` is no default ``1``)."""
-        absent = self.absent_value()
+        absent = self._absent_parsed
         return type(value) is type(absent) and value == absent
+
+    @functools.cached_property
+    def _absent_parsed(self) -> Any:
+        # Parsed once (a draw asks per value); only compared, never handed out.
+        return ast.literal_eval(self.absent)
 
     def absent_value(self) -> Any:
         """The absent value itself: a fresh object each call."""
