@@ -304,8 +304,13 @@ class Crossing:
         return ast.literal_eval(self.absent)
 
     def absent_value(self) -> Any:
-        """The absent value itself: a fresh object each call."""
-        return ast.literal_eval(self.absent)
+        """The absent value itself: a fresh object each call (a scalar is shared: it cannot
+        change)."""
+        value = self._absent_parsed
+        return value if type(value) in _SCALARS else ast.literal_eval(self.absent)
+
+
+_SCALARS = (type(None), bool, int, float, str)
 
 
 class KindError(ValueError):
