@@ -15,51 +15,43 @@ absent derived key, and every artifact holds it.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import json
 from typing import Any
 
 from shardplan.artifact.meta import meta_from_dict, meta_to_bytes
 from shardplan.table.format import GROUP_INJECTIONS, GROUP_PARAM_PLAN, GROUP_PLAN, MATCH_KEY
-from shardplan.table.kinds import Crossing, resolve
+from shardplan.table.kinds import Crossing, crossings
 from shardplan.table.plan_fields import PLAN_FIELDS
-from shardplan.table.rows import SpecField
+from shardplan.table.rows import split_key
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
-
-
-def written_at_absent(crossing: Crossing) -> bool:
-    """Whether freeze writes the key even at its absent value: an artifact without the key
-    gains it when frozen again."""
-    return crossing.writes(crossing.absent_value())
 
 
 @functools.cache
 def keys_written_always() -> dict[str, dict[str, Any]]:
     """By group (param_plan, injections, plan), each key freeze writes even at its absent
-    value, with the JSON it writes for that value (a key nested in ``parallel_dims`` as
-    written in the table, ``parallel_dims.name``)."""
+    value (``Crossing.written_at_absent``), with the JSON it writes for that value (a key
+    nested in ``parallel_dims`` as the table writes it, ``parallel_dims.name``)."""
     found: dict[str, dict[str, Any]] = {GROUP_PARAM_PLAN: {}, GROUP_INJECTIONS: {}, GROUP_PLAN: {}}
     for rows, cls in ((SPEC_FIELDS, ModuleShardingSpec), (PLAN_FIELDS, ShardingPlan)):
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        resolved = crossings(rows, cls)
         for row in rows:
-            if row.group in found and row.freeze and row.name in fields:
-                crossing = resolve(row, fields[row.name])
-                if written_at_absent(crossing):
-                    found[row.group][row.key] = _frozen_absent(row, crossing)
+            crossing = resolved.get(row.name)
+            if row.group in found and crossing is not None and crossing.written_at_absent:
+                found[row.group][row.key] = _frozen_absent(row.key, crossing)
     return found
 
 
-def _frozen_absent(row: SpecField, crossing: Crossing) -> Any:
+def _frozen_absent(key: str, crossing: Crossing) -> Any:
     """The JSON freeze writes for the row's absent value: null for None, else what the
     row's freeze kind makes of it."""
-    # Imported here: the kinds' functions import torch, which a table of no such row and
-    # the generator's tests never need.
+    # Imported at first use: the kinds' functions import torch, which importing this module
+    # (test_evolution does) should not cost.
     from shardplan import reference
 
     value = crossing.absent_value()
-    return None if value is None else reference.function(crossing, "freeze")(value, row.key)
+    return None if value is None else reference.function(crossing, "freeze")(value, key)
 
 
 def frozen_again(document: dict[str, Any]) -> dict[str, Any]:
@@ -82,9 +74,9 @@ def frozen_again(document: dict[str, Any]) -> dict[str, Any]:
                 later = [n for n, r in enumerate(rules) if r.get(MATCH_KEY, "") > fqn]
                 rules.insert(later[0] if later else len(rules), rule)
     for key, value in written[GROUP_PLAN].items():
-        row = next(r for r in PLAN_FIELDS if r.key == key)
-        holder = again.setdefault(row.within, {}) if row.within else again
-        holder.setdefault(row.leaf, copy.deepcopy(value))
+        within, leaf = split_key(GROUP_PLAN, key)
+        holder = again.setdefault(within, {}) if within else again
+        holder.setdefault(leaf, copy.deepcopy(value))
     return again
 
 

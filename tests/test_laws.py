@@ -36,6 +36,8 @@ from shardplan.artifact.meta import (
 from shardplan.convert.json_values import MAX_DEPTH
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
+from shardplan.table.format import GROUP_DERIVED
+from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from tests import strategies
@@ -148,6 +150,21 @@ def test_what_strict_rebuild_accepts_freezes_back_to_the_same_bytes(
     if strict_accepts(implementation, meta):
         expected = meta_to_bytes(meta_from_dict(frozen_again(document)))
         assert refrozen_bytes(implementation, meta) == expected
+
+
+@pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
+def test_an_older_artifact_gains_exactly_the_keys_written_always(implementation: str) -> None:
+    """Law 1 for an artifact written before rows the table writes even at their absent
+    value: holding no key it need not hold, it comes back with those keys at that value
+    (tests/older_artifacts.py, which every byte-for-byte test expects) and nothing else,
+    derived keys recomputed."""
+    bare = {"param_plan": {"m": {}, "n": {}}, "injections": []}
+    plan = IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta_from_dict(bare))
+    again = json.loads(meta_to_bytes(IMPLEMENTATIONS[implementation].freeze_plan(plan)))
+    for row in PLAN_FIELDS:
+        if row.group == GROUP_DERIVED:
+            again.pop(row.key)
+    assert again == frozen_again(bare)
 
 
 # ------------------------------------------------------------------ law 1, the cases
