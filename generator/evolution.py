@@ -107,8 +107,11 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
         old = {row["key"]: row for row in locked["rows"]}
         new = {row["key"]: row for row in (_row(table, r) for r in table.keyed)}
         retired = {(gone.key, gone.group) for gone in table.retired}
+        # An added row freeze writes even at its absent value gives every older artifact
+        # its key when that artifact is frozen again.
+        gained = {r.key for r in table.keyed if table.crossing_of(r).written_at_absent}
         for effect, text in [
-            *_row_edits(old, new, retired),
+            *_row_edits(old, new, retired, gained),
             *_retirements(
                 {(gone["key"], gone["group"]) for gone in locked["retired"]}, retired, new
             ),
@@ -122,9 +125,10 @@ Edit = tuple[Effect, str]
 
 
 def _row_edits(
-    old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]]
+    old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]], gained: set[str]
 ) -> Iterator[Edit]:
-    """The edits to the rows, by key: changed, renamed, removed, added; aliases too."""
+    """The edits to the rows, by key: changed, renamed, removed, added (changing the bytes
+    where the key is in ``gained``, written even at its absent value); aliases too."""
     aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, was in old.items():
         now = new.get(key)
@@ -152,7 +156,14 @@ def _row_edits(
                 if alias not in old[key]["aliases"]:
                     yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
         elif not set(row["aliases"]) & set(old):
-            yield COMPATIBLE, f"row added: {row['name']} (key {key!r}, {row['group']})"
+            added = f"row added: {row['name']} (key {key!r}, {row['group']})"
+            if key in gained:
+                yield BYTES, (
+                    f"{added}, written even at its absent value {row['absent']}: older "
+                    "artifacts frozen again gain the key"
+                )
+            else:
+                yield COMPATIBLE, added
 
 
 def _retirements(

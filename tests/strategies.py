@@ -315,6 +315,8 @@ def _reads_back(row: Any, value: Any) -> bool:
     crossing = crossing_of(row)
     if not crossing.writes(value):  # None, a falsy value, or the default: the absent key
         return value is None or crossing.written in ("truthy", "not default")
+    if value is None:  # written: as null, or (not the absent value) refused by the kind
+        return crossing.writes_null
     if crossing.reads_back:
         return True
     try:

@@ -22,6 +22,7 @@ from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
 from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.helpers import replace_once, run_python_here, run_specgen_here, snapshot
+from tests.older_artifacts import frozen_again
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
@@ -122,7 +123,7 @@ def test_retiring_a_key_keeps_artifacts_holding_it_rebuilding(repo_copy: Path) -
         "artifacts that hold it" in result.stdout
     )
     refrozen = rebuild_and_refreeze(repo_copy, {"is_boundary": True, "region_dispatch": True})
-    assert refrozen == {"is_boundary": True}
+    assert refrozen == frozen_again({"param_plan": {"m": {"is_boundary": True}}})["param_plan"]["m"]
     assert (
         "Retired, read and dropped: dispatch moved to the runtime"
         in (repo_copy / "generated" / "codegen_meta.schema.json").read_text()
@@ -173,11 +174,8 @@ def test_retiring_plan_level_keys_is_listed_and_freeze_drops_them(repo_copy: Pat
     assert ran.returncode == 0, ran.stderr
     refrozen = json.loads(ran.stdout)
     assert "codegen_version" not in refrozen and refrozen["producer"] == "kept"
-    assert refrozen["parallel_dims"] == {
-        "sequence_parallel": True,
-        "loss_parallel": True,
-        "mine": 1,
-    }
+    kept = {"sequence_parallel": True, "loss_parallel": True, "mine": 1}
+    assert refrozen["parallel_dims"] == frozen_again({"parallel_dims": kept})["parallel_dims"]
 
 
 @pytest.mark.parametrize(
@@ -338,6 +336,17 @@ BASE = table(row(1, "a"), row(2, "b"))
     ("after", "kind", "fragment"),
     [
         (table(row(1, "a"), row(2, "b"), row(3, "c")), "compatible", "row added: c"),
+        (
+            table(row(1, "a"), row(2, "b"), row(3, "c", written="always")),
+            "bytes",
+            "row added: c (key 'c', param_plan), written even at its absent value None: "
+            "older artifacts frozen again gain the key",
+        ),
+        (
+            table(row(1, "a"), row(2, "b"), row(3, "c", absent="0")),
+            "bytes",
+            "row added: c (key 'c', param_plan), written even at its absent value 0",
+        ),
         (table(row(1, "a", aliases=("old_a",)), row(2, "b")), "compatible", "alias 'old_a' added"),
         (table(row(1, "a", name="alpha"), row(2, "b")), "compatible", "spec attribute a -> alpha"),
         (table(row(1, "b"), row(2, "a")), "bytes", "param_plan rows reordered: b, a"),
@@ -362,6 +371,10 @@ def test_each_table_edit_is_classified(after: Tables, kind: str, fragment: str) 
     changes = classify(lock_of(BASE, []), after)
     found = {"compatible": changes.compatible, "bytes": changes.bytes, "breaking": changes.breaking}
     assert any(fragment in item for item in found[kind]), changes
+    # Listed once, under its own effect.
+    assert [item for items in found.values() for item in items if fragment in item] == [
+        next(item for item in found[kind] if fragment in item)
+    ]
     if kind != "breaking":
         assert changes.breaking == []
 

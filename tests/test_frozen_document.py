@@ -15,6 +15,7 @@ from shardplan.errors import FreezeError
 from shardplan.examples.llama import LlamaConfig
 from shardplan.examples.plan import tensor_parallel_plan
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from tests.older_artifacts import frozen_again
 
 
 def test_write_plans_document_is_the_document_of_freeze_plans_meta() -> None:
@@ -27,11 +28,9 @@ def test_write_plans_document_is_the_document_of_freeze_plans_meta() -> None:
     assert (
         document["parallel_dims"]
         == frozen["parallel_dims"]
-        == {
-            "pp": 2,
-            "sequence_parallel": True,
-            "loss_parallel": False,
-        }
+        == frozen_again(
+            {"parallel_dims": {"pp": 2, "sequence_parallel": True, "loss_parallel": False}}
+        )["parallel_dims"]
     )
     assert document["producer"] == "test" and document["injections"] == frozen["injections"]
 

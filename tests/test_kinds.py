@@ -19,6 +19,7 @@ from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from tests import strategies
 from tests.implementations import IMPLEMENTATIONS, use_both_implementations
+from tests.older_artifacts import frozen_again
 
 FQN = "model.layers.0.mlp"
 
@@ -154,20 +155,25 @@ def test_a_freeze_kind_without_a_pool_fails_naming_the_pool_and_the_file() -> No
     )
 
 
+def _as_rebuilt(row: Any, value: Any) -> Any:
+    """Names set as the row's rebuild kind gives them back: a tuple, or a list."""
+    rebuild = strategies.crossing_of(row).rebuild
+    if rebuild == "name_tuple" and isinstance(value, list):
+        return tuple(value)
+    return list(value) if rebuild == "names" and isinstance(value, tuple) else value
+
+
 def written_by_kind(row: Any) -> Any:
     """The hand-written value of the row's freeze kind; for a kind added since, a value of
     its pool in tests/strategies.py that its row reads back (no table here to extend)."""
     if row.freeze in WRITTEN_BY_KIND:
-        value = WRITTEN_BY_KIND[row.freeze]
-        # Names its rebuild kind gives back as a tuple are set as a tuple.
-        as_tuple = strategies.crossing_of(row).rebuild == "name_tuple"
-        return tuple(value) if as_tuple and isinstance(value, list) else value
+        return _as_rebuilt(row, WRITTEN_BY_KIND[row.freeze])
     rng = random.Random(row.name)
     for _ in range(100):
         value = strategies.POOLS[row.freeze](rng)
         if value is not None and strategies.crossing_of(row).writes(value):
             if strategies._reads_back(row, value):
-                return value
+                return _as_rebuilt(row, value)
     raise AssertionError(
         f"tests/strategies.py: POOLS[{row.freeze!r}] writes nothing {row.name} reads"
     )
@@ -268,10 +274,11 @@ def test_injection_rule_is_written_exactly_when_a_key_is(
     name: str, value: Any, written: Any
 ) -> None:
     rules = frozen_rules(**{name: value})
-    if written is ABSENT:
-        assert rules == []
-    else:
-        assert rules == [{"match": FQN, KEY_OF[name]: written}]
+    # The rule as hand-written here, with the rule keys a table writes always (which give
+    # every module a rule): what freeze writes for a spec of defaults but this value.
+    rule = [] if written is ABSENT else [{"match": FQN, KEY_OF[name]: written}]
+    assert rules == frozen_again({"param_plan": {FQN: {}}, "injections": rule})["injections"]
+    if written is not ABSENT:
         assert_same(rules[0][KEY_OF[name]], written)
 
 
@@ -293,8 +300,11 @@ def test_rules_are_ordered_by_match_with_match_first() -> None:
         }
     )
     rules = impl.freeze_injections(plan)
-    assert [rule["match"] for rule in rules] == ["b", "z"]
-    assert [list(rule)[0] for rule in rules] == ["match", "match"]
+    # "a" holds no injection; it has a rule only where a table writes a rule key always.
+    written = [{"match": "b"}, {"match": "z"}]
+    document = frozen_again({"param_plan": dict.fromkeys("zab", {}), "injections": written})
+    assert [rule["match"] for rule in rules] == [rule["match"] for rule in document["injections"]]
+    assert [list(rule)[0] for rule in rules] == ["match"] * len(rules)
 
 
 def test_param_plan_has_one_entry_per_module_in_plan_order() -> None:

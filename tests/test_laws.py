@@ -1,7 +1,9 @@
 """The laws of freeze and rebuild, both ways and through the file (issue 19, docs/contract.md §6).
 
 1. Strict rebuild accepts only what freeze gives back: for every meta M strict rebuild
-   accepts, dump(freeze(rebuild(M))) is dump(M). Lenient rebuild may normalise (it reads
+   accepts, dump(freeze(rebuild(M))) is dump(M), with the keys freeze writes even at
+   their absent value added where M lacks them (tests/older_artifacts.py: for a row
+   written always, "unwritten" is no state). Lenient rebuild may normalise (it reads
    null, a falsy value under a key written only when truthy, and a rule with no injection
    as absent). Absent keys are read as their kind's absent value, and a derived key that
    is absent or null is recomputed: the law speaks of the keys a document holds.
@@ -34,10 +36,13 @@ from shardplan.artifact.meta import (
 from shardplan.convert.json_values import MAX_DEPTH
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
+from shardplan.table.format import GROUP_DERIVED
+from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from tests import strategies
 from tests.implementations import IMPLEMENTATIONS
+from tests.older_artifacts import frozen_again
 
 TRUSTED = strategies.TARGET_ENTRIES
 
@@ -135,13 +140,31 @@ def test_what_strict_rebuild_accepts_freezes_back_to_the_same_bytes(
 ) -> None:
     """Law 1: a frozen document with a drawn value planted at a crossing key (odd scalars,
     empties, other kinds' shapes, nesting around the depth limit): if strict rebuild
-    accepts it, freezing the rebuilt plan writes the document's bytes again."""
+    accepts it, freezing the rebuilt plan writes the document's bytes again (with any key
+    written always that it lacks)."""
+    document = _planted(bases()[index], random.Random(seed), value)
     try:
-        meta = meta_from_dict(_planted(bases()[index], random.Random(seed), value))
+        meta = meta_from_dict(document)
     except MetaError:
         return  # refused at load (a wrong JSON type at the top level)
     if strict_accepts(implementation, meta):
-        assert refrozen_bytes(implementation, meta) == meta_to_bytes(meta)
+        expected = meta_to_bytes(meta_from_dict(frozen_again(document)))
+        assert refrozen_bytes(implementation, meta) == expected
+
+
+@pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
+def test_an_older_artifact_gains_exactly_the_keys_written_always(implementation: str) -> None:
+    """Law 1 for an artifact written before rows the table writes even at their absent
+    value: holding no key it need not hold, it comes back with those keys at that value
+    (tests/older_artifacts.py, which every byte-for-byte test expects) and nothing else,
+    derived keys recomputed."""
+    bare = {"param_plan": {"m": {}, "n": {}}, "injections": []}
+    plan = IMPLEMENTATIONS[implementation].rebuild_live_plan_from_meta(meta_from_dict(bare))
+    again = json.loads(meta_to_bytes(IMPLEMENTATIONS[implementation].freeze_plan(plan)))
+    for row in PLAN_FIELDS:
+        if row.group == GROUP_DERIVED:
+            again.pop(row.key)
+    assert again == frozen_again(bare)
 
 
 # ------------------------------------------------------------------ law 1, the cases
@@ -226,15 +249,18 @@ LENIENT_NORMALISES = [
 def test_lenient_rebuild_reads_the_unwritten_values_as_absent(
     implementation: str, case: str
 ) -> None:
-    """Lenient mode normalises, as README says: the value is read as the key absent."""
+    """Lenient mode normalises, as README says: the value is read as the key absent, so
+    freezing again writes what it writes for the document without it (the keys written
+    always among them: for such a row, unwritten is no state)."""
     document, _ = REFUSED_STRICTLY[case]
     impl = IMPLEMENTATIONS[implementation]
     plan = impl.rebuild_live_plan_from_meta(
         meta_from_dict(document), strict=False, allow_targets=("json.dumps",)
     )
     again = json.loads(meta_to_bytes(impl.freeze_plan(plan)))
-    assert again["param_plan"]["m"] == {"is_boundary": True}
-    assert again["injections"] == []
+    without = frozen_again(_entry())
+    assert again["param_plan"] == without["param_plan"]
+    assert again["injections"] == without["injections"]
 
 
 # ------------------------------------------------------------------ one depth limit

@@ -7,6 +7,7 @@ condition and absent value, each retired key's group), so changing it is classif
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from generator.lockfile import merge_sides
+from shardplan.table.plan_fields import PLAN_FIELDS
+from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.helpers import replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
@@ -280,30 +283,48 @@ def test_moving_a_retired_key_to_another_group_is_breaking(repo_copy: Path) -> N
     assert "retired key 'region_dispatch' moved from param_plan to injections" in result.stderr
 
 
+def _default_true_made_false(root: Path, names: set[str]) -> None:
+    """In the copy's spec module, the default ``True`` of each field of ``names`` made
+    ``False`` (found by parsing the module: a user's field may read like ours)."""
+    path = root / SPEC
+    lines = path.read_text().splitlines(keepends=True)
+    for node in ast.walk(ast.parse("".join(lines))):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) in names:
+            value = node.value
+            assert isinstance(value, ast.Constant) and value.value is True, ast.dump(node)
+            line = lines[value.lineno - 1]
+            lines[value.lineno - 1] = (
+                line[: value.col_offset] + "False" + line[value.end_col_offset :]
+            )
+    path.write_text("".join(lines))
+
+
 def test_changing_a_kind_names_absent_value_is_breaking(repo_copy: Path) -> None:
     """Before: exit 0, and every old artifact without is_boundary then rebuilt to False. The
-    fields' defaults move with it (else law (a) refuses the edit before the lock is read)."""
+    defaults of the fields whose rows use the name move with it (else law (a) refuses the
+    edit before the lock is read): every such row's key is listed as breaking."""
     edit(
         repo_copy,
         KINDS,
         '    "bool_default_true": KindName(rebuild=Reads("bool", "True")),\n',
         '    "bool_default_true": KindName(rebuild=Reads("bool", "False")),\n',
     )
-    edit(repo_copy, SPEC, "    is_boundary: bool = True\n", "    is_boundary: bool = False\n")
-    edit(
-        repo_copy,
-        SPEC,
-        "    sequence_parallel: bool = True\n",
-        "    sequence_parallel: bool = False\n",
-    )
+    using = [
+        (table, row)
+        for table, rows in (("spec", SPEC_FIELDS), ("plan", PLAN_FIELDS))
+        for row in rows
+        if row.rebuild == "bool_default_true" and not row.absent
+    ]
+    assert using, "no row uses bool_default_true: the edit tests nothing"
+    _default_true_made_false(repo_copy, {row.name for _, row in using})
     before = snapshot(repo_copy / "generated")
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert (
-        "key 'is_boundary': a missing key now gives False, was True: old artifacts without it "
-        "now mean something else" in result.stderr
-    )
-    assert "plan table: key 'parallel_dims.sequence_parallel': a missing key" in result.stderr
+    for table, row in using:
+        assert (
+            f"{table} table: key {row.key!r}: a missing key now gives False, was True: old "
+            "artifacts without it now mean something else" in result.stderr
+        ), row.key
     assert snapshot(repo_copy / "generated") == before
 
 

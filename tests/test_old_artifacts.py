@@ -12,6 +12,7 @@ import pytest
 
 import shardplan
 from tests.helpers import CORPUS
+from tests.older_artifacts import frozen_again_bytes
 from tests.strategies import TARGET_ENTRIES
 
 ARCHIVE = CORPUS / "drawn_before_one_vocabulary.tar.xz"
@@ -42,6 +43,8 @@ def test_every_older_artifact_comes_back_byte_for_byte(tmp_path: Path, step: str
         else:
             plan = shardplan.rebuild_plan(meta, allow_targets=TARGET_ENTRIES)
             shardplan.write_plan(plan, target)
-        if target.read_bytes() != data:
+        # Load and dump keeps the document; rebuilt, it gains the keys written always.
+        expected = data if step == "load and dump" else frozen_again_bytes(data)
+        if target.read_bytes() != expected:
             differ.append(name)
     assert differ == []

@@ -22,6 +22,7 @@ from shardplan.errors import FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 from tests.implementations import IMPLEMENTATIONS
+from tests.older_artifacts import frozen_again, frozen_again_bytes
 
 # The packages the corpus and the shared fixture name Targets of: what these tests trust.
 PRODUCERS = ("deepseek_planner.*", "hyper_parallel.*")
@@ -29,7 +30,8 @@ PRODUCERS = ("deepseek_planner.*", "hyper_parallel.*")
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:
     """A canonical artifact text, as docs/contract.md §9 defines the format. Entries carry
-    ``is_boundary``: freeze always writes it (scalar, written when not None)."""
+    ``is_boundary``: freeze always writes it (scalar, written when not None). The keys
+    named here are today's; a user's row written always adds its own (frozen_again)."""
     document = {
         "param_plan": param_plan,
         "injections": injections,
@@ -40,7 +42,7 @@ def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> s
         "parallel_dims": {"loss_parallel": False, "sequence_parallel": True},
         **top,
     }
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+    return json.dumps(frozen_again(document), indent=2, sort_keys=True) + "\n"
 
 
 def refreeze(meta: CodegenMeta, implementation: str, *, strict: bool = True) -> str:
@@ -154,7 +156,8 @@ def test_inner_out_src_named_placement_with_enum_axes_freezes_to_axis_values() -
 
     spec = ModuleShardingSpec(inner_out_src={MeshAxis.CP: Shard(1), "tp": Replicate()})
     rules = shardplan.freeze_plan(ShardingPlan(modules={"m": spec})).injections
-    assert rules == [{"match": "m", "inner_out_src": {"cp": "S(1)", "tp": "R"}}]
+    rule = {"match": "m", "inner_out_src": {"cp": "S(1)", "tp": "R"}}
+    assert rules == frozen_again({"param_plan": {"m": {}}, "injections": [rule]})["injections"]
 
 
 # ------------------------------------------------------- mesh_dim_names: null
@@ -214,13 +217,14 @@ def test_the_corpus_holds_every_producer_shape() -> None:
 def test_corpus_artifact_comes_back_byte_identical(
     path: Path, strict: bool, implementation: str, tmp_path: Path
 ) -> None:
-    """load -> rebuild -> freeze -> dump gives back the file's bytes."""
+    """load -> rebuild -> freeze -> dump gives back the file's bytes (with the keys
+    written always it lacks)."""
     meta = load_meta(path)
     text = refreeze(meta, implementation, strict=strict)
     out = tmp_path / path.name
     again = meta_from_json(text)
     dump_meta(again, out)
-    assert out.read_bytes() == path.read_bytes()
+    assert out.read_bytes() == frozen_again_bytes(path.read_bytes())
 
 
 @pytest.mark.parametrize("path", corpus_params())
@@ -232,17 +236,19 @@ def test_corpus_artifact_loads_and_dumps_unchanged(path: Path, tmp_path: Path) -
 
 def test_shared_fixture_param_plan_and_rules_come_back(implementation: str) -> None:
     """The real Qwen3-MoE artifact: the same param_plan bytes, the same rules by match
-    (the rebuilt plan lists modules in sorted order, so rule order may differ)."""
+    (the rebuilt plan lists modules in sorted order, so rule order may differ), with the
+    keys written always it lacks."""
     path = shared_fixture(QWEN3_MOE)
     meta = load_meta(path)
     again = meta_from_json(refreeze(meta, implementation))
+    document = frozen_again(json.loads(path.read_text()))
     assert json.dumps(again.param_plan, indent=2, sort_keys=True) == json.dumps(
-        meta.param_plan, indent=2, sort_keys=True
+        document["param_plan"], indent=2, sort_keys=True
     )
-    assert {r["match"]: r for r in again.injections} == {r["match"]: r for r in meta.injections}
+    rules = {r["match"]: r for r in document["injections"]}
+    assert {r["match"]: r for r in again.injections} == rules
     assert again.frozen_sharded_params == meta.frozen_sharded_params
     # The document, rules sorted by match, is the file's text plus its missing newline.
-    document = json.loads(path.read_text())
     document["injections"].sort(key=lambda rule: rule["match"])
     assert meta_to_json(again) == json.dumps(document, indent=2, sort_keys=True) + "\n"
 
@@ -256,7 +262,8 @@ def test_shared_fixture_keeps_every_other_producer_key_through_the_public_api(
     out = tmp_path / QWEN3_MOE
     rebuilt = shardplan.rebuild_plan(load_meta(path), allow_targets=PRODUCERS)
     dump_meta(shardplan.freeze_plan(rebuilt), out)
-    before, after = json.loads(path.read_text()), json.loads(out.read_text())
+    raw, after = json.loads(path.read_text()), json.loads(out.read_text())
+    before = frozen_again(raw)
     others = [
         "boundary_classes", "codegen_version", "covered", "entrypoints",
         "external_state_classes", "model_class", "model_name", "module_overrides",
@@ -265,13 +272,14 @@ def test_shared_fixture_keeps_every_other_producer_key_through_the_public_api(
     ]  # fmt: skip
     assert {key: after[key] for key in others} == {key: before[key] for key in others}
     assert after["parallel_dims"] == before["parallel_dims"]
-    assert sorted(set(before["parallel_dims"]) - {"loss_parallel", "sequence_parallel"}) == [
+    assert sorted(set(raw["parallel_dims"]) - {"loss_parallel", "sequence_parallel"}) == [
         "cp_size", "dp_size", "ep_size", "pp_size", "tp_size",
     ]  # fmt: skip
     assert set(after) == set(before)
     # The size differs by the fixture's missing trailing newline alone (rules come back
-    # ordered by match, the same rules).
-    assert len(out.read_bytes()) == len(path.read_bytes()) + 1
+    # ordered by match, the same rules), and the keys written always it lacks.
+    added = len(frozen_again_bytes(path.read_bytes())) - len(meta_to_json(load_meta(path)))
+    assert len(out.read_bytes()) == len(path.read_bytes()) + 1 + added
 
 
 def test_shared_fixture_loss_parallel_true_rebuilds_true() -> None:

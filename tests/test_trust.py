@@ -16,11 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shardplan.artifact.meta import meta_to_dict
 from shardplan.convert import owners, trust
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError, UntrustedTarget
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.implementations import use_both_implementations
+from tests.older_artifacts import frozen_again
 from tests.trust_helpers import (
     DANGEROUS,
     OKPKG_SOURCE,
@@ -360,7 +362,8 @@ def test_a_bound_path_calls_the_program_callable_and_imports_nothing() -> None:
     plan = impl.rebuild_live_plan_from_meta(meta, allow_targets={path: bound_compute})
     assert compute_fn(plan)("module") == ("bound", ("module",), {"k": 1})
     assert "hyper_parallel" not in sys.modules
-    assert impl.freeze_plan(plan).injections == meta.injections
+    written = frozen_again(meta_to_dict(meta))["injections"]
+    assert impl.freeze_plan(plan).injections == written
 
 
 def test_a_bound_path_is_called_even_where_the_path_names_a_dangerous_callable(

@@ -284,6 +284,13 @@ class Crossing:
         else (``is_boundary: None`` would come back ``True``)."""
         return self.written is Written.NOT_NONE and self.absent != "None"
 
+    @property
+    def written_at_absent(self) -> bool:
+        """Freeze writes the key even at its absent value (written always, or written when
+        not None with an absent value that is not None): an artifact without the key,
+        rebuilt and frozen again, gains it."""
+        return self.writes(self.absent_value())
+
     def writes(self, value: Any) -> bool:
         """Whether freeze writes ``value``."""
         if self.written is Written.ALWAYS:
