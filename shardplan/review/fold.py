@@ -143,9 +143,35 @@ def fold(items: Iterable[Item]) -> list[Item]:
 def natural_key(name: str) -> str:
     """Sort key of a (folded) dotted name: numbers by value (``layers.2`` before
     ``layers.10``; ``[0-31]`` by its first number), the rest as text."""
-    return _DIGITS.sub(_padded, name)
+    # No number spans a dot, so the key is made segment by segment, and a plan's segments
+    # are few: each one's key is made once (_SegmentKeys), the rest is done in C.
+    return ".".join(map(_SEGMENT_KEYS.__getitem__, name.split(".")))
 
 
+def natural_sorted(names: Iterable[str]) -> list[str]:
+    """``names`` sorted by ``natural_key``; names whose keys tie (``07``, ``7``) by their
+    text."""
+    names = list(names)
+    joined = "\n".join(names)
+    if joined.count("\n") != len(names) - 1:  # a newline in a name (or no names)
+        return sorted(names, key=lambda name: (natural_key(name), name))
+    # Every key at once, in C: a segment made of one name's last and the next one's first
+    # is keyed as the two are, since no number spans the newline either.
+    keys = ".".join(map(_SEGMENT_KEYS.__getitem__, joined.split("."))).split("\n")
+    if len(set(keys)) < len(keys):
+        return [name for _, name in sorted(zip(keys, names, strict=True))]
+    return [names[i] for i in sorted(range(len(names)), key=keys.__getitem__)]
+
+
+class _SegmentKeys(dict[str, str]):
+    """The natural key of each segment, made when first asked for."""
+
+    def __missing__(self, segment: str) -> str:
+        key = self[segment] = _DIGITS.sub(_padded, segment)
+        return key
+
+
+_SEGMENT_KEYS = _SegmentKeys()
 _DIGITS = re.compile(r"\[?([0-9]+)")
 
 
