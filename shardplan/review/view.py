@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import islice, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -266,10 +266,22 @@ class Blocks:
 def show_text(view: PlanView, *, collapse: bool = False) -> str:
     """The text of ``shardplan show``: the mesh line, the plan's lines, the modules'; each
     line ends with a newline."""
+    return "".join(show_parts(view, collapse=collapse))
+
+
+# Modules a part of show's text holds: about a megabyte, which the allocator hands back
+# part after part, where the whole text would be fresh memory, page by page, three times
+# over (the modules' texts, their join, its encoding for the output).
+MODULES_A_PART = 2048
+
+
+def show_parts(view: PlanView, *, collapse: bool = False) -> Iterator[str]:
+    """``show_text`` in parts, each of whole lines, to be written one after the other."""
     if collapse:
-        return "".join(line + "\n" for line in show_lines(view, collapse=True))
+        yield "".join(line + "\n" for line in show_lines(view, collapse=True))
+        return
     blocks = Blocks(view)
-    head = [mesh_line(view), *plan_lines(view)]
+    yield "".join(line + "\n" for line in [mesh_line(view), *plan_lines(view)])
     keys = blocks.keys()
     # Each distinct block's lines once, as the parts its modules' names join: a module's
     # text is ``fqn.join(("", " a: x\n", " b: y\n"))``, one call in C.
@@ -279,7 +291,8 @@ def show_text(view: PlanView, *, collapse: bool = False) -> str:
     }
     names = module_names(view)
     modules = map(str.join, names, map(parts.__getitem__, map(keys.__getitem__, names)))
-    return "".join(chain(["".join(line + "\n" for line in head)], modules))
+    while part := "".join(islice(modules, MODULES_A_PART)):
+        yield part
 
 
 def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
