@@ -134,7 +134,12 @@ def read_pair(old: Path, new: Path) -> tuple[PlanView, PlanView]:
 
 
 def _packed(view: PlanView) -> bytes:
-    entries = encoded(view.entries).raw
+    # Each distinct entry's bytes once (a layer's modules repeat theirs in every layer),
+    # and each module's index into them: a tenth of the bytes to send and to unpack.
+    raw = encoded(view.entries).raw
+    distinct = list(dict.fromkeys(raw.values()))
+    index = dict(zip(distinct, range(len(distinct)), strict=True))
+    entries = [list(raw), list(map(index.__getitem__, raw.values())), distinct]
     rest = [view.source, view.mesh, view.rules, view.rule_order, view.plan, view.other]
     return _PACK(["view", entries, _ENCODE(rest)])
 
@@ -146,5 +151,7 @@ def _unpacked(received: bytes, old: Path) -> PlanView:
         return _read(old)
     if message[0] == "error":
         raise UnreadFile(old, MetaError(message[1], message[2]))
+    fqns, indexes, distinct = message[1]
+    raw = dict(zip(fqns, map(distinct.__getitem__, indexes), strict=True))
     source, mesh, rules, rule_order, plan, other = _DECODE(message[2])
-    return PlanView(source, mesh, EncodedEntries(message[1]), rules, rule_order, plan, other)
+    return PlanView(source, mesh, EncodedEntries(raw), rules, rule_order, plan, other)
