@@ -10,6 +10,7 @@ item when every layer holds the same experts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
@@ -64,7 +65,13 @@ def segment_text(segment: str | frozenset[int]) -> str:
         return segment
     if len(segment) == 1:
         return str(next(iter(segment)))
-    return f"[{ranges(segment)}]"
+    return _ranges_text(segment)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranges_text(numbers: frozenset[int]) -> str:
+    # A folded layer's set stands in each of its lines' names: written once.
+    return f"[{ranges(numbers)}]"
 
 
 def name_text(segments: Segments) -> str:
@@ -98,26 +105,31 @@ def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments
         tail = tuple(after[1:].split(".")) if after else ()
         work.append((head + (frozenset(found_numbers),) + tail, len(head), key))
     while work:
-        groups: dict[tuple[Segments, int, T], set[int]] = {}
-        numbers: set[int] | frozenset[int]
+        groups: dict[tuple[Segments, int, T], list[str | frozenset[int]]] = {}
         for segments, end, key in work:
             place = _rightmost_number(segments, end)
             if place < 0:
                 done.append((segments, key))
                 continue
-            segment = segments[place]
-            numbers = {int(segment)} if isinstance(segment, str) else segment
             template = segments[:place] + ("",) + segments[place + 1 :]
-            group = groups.get((template, place, key))
-            if group is None:
-                groups[template, place, key] = set(numbers)
+            members = groups.get((template, place, key))
+            if members is None:
+                groups[template, place, key] = [segments[place]]
             else:
-                group.update(numbers)
+                members.append(segments[place])
         work = [
-            (template[:place] + (frozenset(numbers),) + template[place + 1 :], place, key)
-            for (template, place, key), numbers in groups.items()
+            (template[:place] + (_together(members),) + template[place + 1 :], place, key)
+            for (template, place, key), members in groups.items()
         ]
     return done
+
+
+def _together(segments: list[str | frozenset[int]]) -> frozenset[int]:
+    """The numbers of the segments, as one set (a set alone as it is: a layer's numbers,
+    which every module of the layer holds, are not copied for each)."""
+    if len(segments) == 1 and not isinstance(segments[0], str):
+        return segments[0]
+    return frozenset().union(*({int(s)} if isinstance(s, str) else s for s in segments))
 
 
 # A name's rightmost number segment: what is before it, the number, what is after it.
