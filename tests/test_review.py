@@ -302,6 +302,26 @@ def test_diff_of_a_bad_input_is_one_line_and_exit_2(
         assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("injections", "message"),
+    [
+        ([{"ep_size": 2}], "injections[0]: expected an object with a 'match' string"),
+        ([{"match": "m"}, 3], "injections[1]: expected an object with a 'match' string"),
+        ([{"match": "m"}, {"match": "m"}], "injections[1]: a second rule for 'm';"),
+    ],
+    ids=["no_match", "not_an_object", "second_rule"],
+)
+def test_a_bad_rule_is_one_line_naming_it_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, injections: list[Any], message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"param_plan": {"m": {}}, "injections": injections}))
+    for args in (("show", bad), ("diff", DEEPSEEK, bad)):
+        status, out, err = run(capsys, *args)
+        assert (status, out) == (2, "")
+        assert err.count("\n") == 1 and message in err and str(bad) in err
+
+
 def test_diff_json_gives_the_changes_for_tools(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -74,19 +74,7 @@ def view_of(meta: CodegenMeta, source: str) -> PlanView:
                 raise MetaError(
                     key_path("param_plan", fqn), f"expected an object, got {json_type(entry)}"
                 )
-    rules: dict[str, dict[str, Any]] = {}
-    for index, rule in enumerate(meta.injections):
-        if not isinstance(rule, dict) or not isinstance(rule.get(MATCH_KEY), str):
-            raise MetaError(
-                f"injections[{index}]", f"expected an object with a {MATCH_KEY!r} string"
-            )
-        fqn = rule[MATCH_KEY]
-        if fqn in rules:
-            raise MetaError(
-                f"injections[{index}]", f"a second rule for {fqn!r}; a module has at most one"
-            )
-        rules[fqn] = held = dict(rule)  # the rule without its match, in its order
-        del held[MATCH_KEY]
+    rules = _rules(meta.injections)
     mesh = meta.mesh_dim_names
     view = PlanView(
         source,
@@ -106,6 +94,36 @@ def view_of(meta: CodegenMeta, source: str) -> PlanView:
     for key, value in meta.extra.items():
         (view.plan if key in OWNED_KEYS else view.other)[key] = value
     return view
+
+
+def _rules(injections: list[Any]) -> dict[str, dict[str, Any]]:
+    """Each rule by its module, without its match; a MetaError names a rule that is not an
+    object with a match string, or a second rule for a module."""
+    # A read's rules are objects with one match string each, one rule a module: checked
+    # in C first, and only otherwise rule by rule, to name the one at fault.
+    if set(map(type, injections)) <= {dict}:
+        matches: list[Any] = list(map(dict.get, injections, repeat(MATCH_KEY)))
+        if set(map(type, matches)) <= {str} and len(set(matches)) == len(matches):
+            rules: dict[str, dict[str, Any]] = dict(
+                zip(matches, map(dict, injections), strict=True)
+            )
+            for held in rules.values():
+                del held[MATCH_KEY]  # the rule without its match, in its order
+            return rules
+    rules = {}
+    for index, rule in enumerate(injections):
+        if not isinstance(rule, dict) or not isinstance(rule.get(MATCH_KEY), str):
+            raise MetaError(
+                f"injections[{index}]", f"expected an object with a {MATCH_KEY!r} string"
+            )
+        fqn = rule[MATCH_KEY]
+        if fqn in rules:
+            raise MetaError(
+                f"injections[{index}]", f"a second rule for {fqn!r}; a module has at most one"
+            )
+        rules[fqn] = held = dict(rule)
+        del held[MATCH_KEY]
+    return rules
 
 
 class Texts:
