@@ -136,11 +136,12 @@ def _one_line(error: MetaError, path: Path) -> str:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
-    from shardplan.review import page
     from shardplan.review.view import show_parts
 
     view = _read(args.file)
     if args.html is not None:
+        from shardplan.review import page  # the page's writer, only for a page
+
         if args.html.is_dir():
             raise BadInput(f"--html {args.html}: a folder; name the page's file")
         try:

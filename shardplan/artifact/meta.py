@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shardplan.artifact import jsoncodec
-from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.shapes import UNSET
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
@@ -351,6 +350,9 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
+    # Here, not at the top: a process that only reads (shardplan show) never loads the writer.
+    from shardplan.artifact.atomic import atomic_write_bytes
+
     paused = pause_collector()  # first: see shardplan.collector
     try:
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
