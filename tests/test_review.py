@@ -174,6 +174,15 @@ def test_natural_key_made_by_segments_is_the_whole_names_key(name: str) -> None:
     assert natural_key(name) == re.sub(r"\[?([0-9]+)", lambda m: m[1].zfill(20), name)
 
 
+@given(odd_names)
+def test_a_names_last_number_is_found_as_the_regular_expression_finds_it(name: str) -> None:
+    """The law: splitting at the last dots finds what ``_LAST_NUMBER`` finds."""
+    from shardplan.review.fold import _LAST_NUMBER, _last_number
+
+    found = _LAST_NUMBER.match(name)
+    assert _last_number(name) == (None if found is None else found.groups())
+
+
 @given(st.lists(odd_names, max_size=20))
 def test_natural_sorted_sorts_by_the_natural_key_then_the_text(names: list[str]) -> None:
     """The law: ``natural_sorted`` is ``sorted`` by (natural key, text), so names whose

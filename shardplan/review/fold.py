@@ -84,17 +84,17 @@ def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments
     folded into one; the number segments are sets. Rightmost numbers first."""
     done: list[tuple[Segments, T]] = []
     work: list[tuple[Segments, int, T]] = []
-    # The first fold of a plain name, on its text: one regular expression a name.
-    first: dict[tuple[str | None, str | None, T], set[int]] = {}
+    # The first fold of a plain name, on its text (_last_number).
+    first: dict[tuple[str | None, str, T], set[int]] = {}
     for name, key in names:
         if not isinstance(name, str):
             work.append((name, -1, key))
             continue
-        found = _LAST_NUMBER.match(name)
+        found = _last_number(name)
         if found is None:
             done.append((tuple(name.split(".")), key))
             continue
-        before, number, after = found.groups()
+        before, number, after = found
         group = first.get((before, after, key))
         if group is None:
             first[before, after, key] = {int(number)}
@@ -134,6 +134,22 @@ def _together(segments: list[str | frozenset[int]]) -> frozenset[int]:
 
 # A name's rightmost number segment: what is before it, the number, what is after it.
 _LAST_NUMBER = re.compile(r"(?:(.*)\.)?(0|[1-9][0-9]*)((?:\..*)?)$", re.S)
+
+
+def _last_number(name: str) -> tuple[str | None, str, str] | None:
+    """``_LAST_NUMBER``'s groups for ``name``, or None where it has no number segment."""
+    # Most names end in a number or in one segment after it (``layers.3.mlp``): found by
+    # splitting at the last dots, and only the rest by the regular expression.
+    if not name.endswith("\n"):  # there ``$`` matches before the newline too: see below
+        head, dot, last = name.rpartition(".")
+        if _number(last):
+            return (head if dot else None), last, ""
+        if dot:
+            before, dot, number = head.rpartition(".")
+            if _number(number):
+                return (before if dot else None), number, "." + last
+    found = _LAST_NUMBER.match(name)
+    return None if found is None else (found[1], found[2], found[3])
 
 
 def _rightmost_number(segments: Segments, end: int) -> int:
