@@ -171,8 +171,9 @@ def fold(items: Iterable[Item]) -> list[Item]:
 def natural_key(name: str) -> str:
     """Sort key of a (folded) dotted name: numbers by value (``layers.2`` before
     ``layers.10``; ``[0-31]`` by its first number), the rest as text."""
-    # No number spans a dot, so the key is made segment by segment, and a plan's segments
-    # are few: each one's key is made once (_SegmentKeys), the rest is done in C.
+    # No number spans a dot, so the key is made segment by segment, and a plan repeats its
+    # segments (a layer's number in each of its modules): each one's key is made once
+    # (_SegmentKeys, which holds every segment keyed in the process), the rest in C.
     return ".".join(map(_SEGMENT_KEYS.__getitem__, name.split(".")))
 
 
