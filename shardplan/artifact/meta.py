@@ -350,11 +350,11 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     ArtifactWriteError (an OSError) naming ``path``, with the old file left as it was.
     Automatic garbage collection is paused for the call (shardplan.collector).
     """
-    # Here, not at the top: a process that only reads (shardplan show) never loads the writer.
-    from shardplan.artifact.atomic import atomic_write_bytes
-
     paused = pause_collector()  # first: see shardplan.collector
     try:
+        # Here, not at the top: a process that only reads (shardplan show) never loads it.
+        from shardplan.artifact.atomic import atomic_write_bytes
+
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
         file = file_path(path)
         atomic_write_bytes(file, meta_to_bytes(meta))
