@@ -4,8 +4,10 @@ Each command is a fresh process (interpreter start, imports, the read, the outpu
 file), timed against the floor measured in the same rounds: a fresh process that only
 runs ``load_meta`` on the same file, which every command pays once (``diff`` twice).
 Rounds interleave the commands, so machine noise hits all alike; medians. The bound the
-commands are held to is 2 s each (docs/cli.md); it is reported, not enforced, since a
-shared machine's load moves it.
+commands are held to is 2 s each (docs/cli.md), wall time; it is reported, not enforced,
+since a shared machine's load moves it. Beside the wall time, the CPU time the command's
+processes used (user and system, ``diff``'s two readers together): on a loaded machine it
+is nearer what the command takes on an idle one, and the load average is stated.
 
 ``python -m benchmarks.review`` runs it alone.
 """
@@ -13,6 +15,8 @@ shared machine's load moves it.
 from __future__ import annotations
 
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -60,14 +64,19 @@ def run(artifact: Path) -> dict[str, Any]:
             "diff": [*python, "-m", "shardplan", "diff", str(artifact), str(edited)],
         }
         samples: dict[str, list[float]] = {label: [] for label in commands}
+        cpu: dict[str, list[float]] = {label: [] for label in commands}
+        load = [os.getloadavg()[0]]  # other programs on the machine: stated with the figures
         for _ in range(ROUNDS):
             for label, argv in commands.items():
                 with open(folder / "out.txt", "wb") as out:
+                    used = _cpu_of_children()
                     start = time.perf_counter()
                     done = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.PIPE)
                     samples[label].append(time.perf_counter() - start)
+                    cpu[label].append(_cpu_of_children() - used)
                 if done.returncode not in (0, 1):
                     sys.exit(f"bench: {label} failed: {done.stderr.decode()}")
+        load.append(os.getloadavg()[0])
     medians = {label: statistics.median(values) for label, values in samples.items()}
     floor = medians["load_meta alone (floor)"]
     return {
@@ -75,38 +84,57 @@ def run(artifact: Path) -> dict[str, Any]:
         "artifact_bytes": artifact.stat().st_size,
         "bound_s": BOUND_S,
         "seconds": medians,
+        "cpu_seconds": {label: statistics.median(values) for label, values in cpu.items()},
         "x_floor": {label: seconds / floor for label, seconds in medians.items()},
+        "load": load,
     }
+
+
+def _cpu_of_children() -> float:
+    """User and system seconds of the children waited for so far (a child's own waited
+    children included: diff's second reader)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def report(result: dict[str, Any]) -> None:
     """Print the table."""
+    start, end = result["load"]
     print(
         f"shardplan on {result['modules']:,} modules ({result['artifact_bytes'] / 2**20:.1f} "
-        f"MiB), fresh processes, median of {ROUNDS}:"
+        f"MiB), fresh processes, median of {ROUNDS}, load average {start:.1f} to {end:.1f}:"
     )
     for label, seconds in result["seconds"].items():
         held = ""
         if not label.startswith("load_meta"):
             held = "  held" if seconds <= result["bound_s"] else f"  over {result['bound_s']:g} s"
-        print(f"  {label:<24} {seconds:6.2f} s  {result['x_floor'][label]:5.2f}x the floor{held}")
+        print(
+            f"  {label:<24} {seconds:6.2f} s  {result['x_floor'][label]:5.2f}x the floor  "
+            f"cpu {result['cpu_seconds'][label]:5.2f} s{held}"
+        )
 
 
 def page_lines(result: dict[str, Any]) -> list[str]:
     """The section of docs/bench-results.md."""
+    start, end = result["load"]
     lines = [
         "",
         f"## shardplan show and diff, {result['modules']:,} modules",
         "",
         f"Fresh processes on the bench plan's {result['artifact_bytes'] / 2**20:.1f} MiB "
         f"artifact, median of {ROUNDS}; the floor is a process that only runs `load_meta` on "
-        f"it. Bound: {result['bound_s']:g} s each.",
+        f"it. Bound: {result['bound_s']:g} s each, wall time. CPU: user and system seconds of "
+        f"the command's processes. Load average {start:.1f} at the start of these rounds and "
+        f"{end:.1f} at the end.",
         "",
-        "| command | s | x the floor |",
-        "|---|---:|---:|",
+        "| command | s | x the floor | cpu s |",
+        "|---|---:|---:|---:|",
     ]
     for label, seconds in result["seconds"].items():
-        lines.append(f"| {label} | {seconds:.2f} | {result['x_floor'][label]:.2f} |")
+        lines.append(
+            f"| {label} | {seconds:.2f} | {result['x_floor'][label]:.2f} "
+            f"| {result['cpu_seconds'][label]:.2f} |"
+        )
     return lines
 
 

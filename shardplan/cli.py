@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterable
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
@@ -135,11 +136,12 @@ def _one_line(error: MetaError, path: Path) -> str:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
-    from shardplan.review import page
-    from shardplan.review.view import show_text
+    from shardplan.review.view import show_parts
 
     view = _read(args.file)
     if args.html is not None:
+        from shardplan.review import page  # the page's writer, only for a page
+
         if args.html.is_dir():
             raise BadInput(f"--html {args.html}: a folder; name the page's file")
         try:
@@ -148,7 +150,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
             raise BadInput(f"--html: {exc}") from None
         print(f"wrote {args.html}: {groups:,} module groups", file=out)
         return ExitStatus.OK
-    _write(out, show_text(view, collapse=args.collapse))
+    _write(out, show_parts(view, collapse=args.collapse))
     return ExitStatus.OK
 
 
@@ -175,7 +177,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
             "changes": changes,
             "notes": comparison.notes,
         }
-        _write(out, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        _write(out, [json.dumps(document, indent=2, ensure_ascii=False) + "\n"])
         return status
     lines = change_lines(comparison, collapse=args.collapse)
     if status == ExitStatus.OK:
@@ -186,7 +188,7 @@ def _diff(args: argparse.Namespace, out: TextIO) -> int:
         lines.append(
             f"{summary}; also: {'; '.join(comparison.notes)}" if comparison.notes else summary
         )
-    _write(out, "".join(line + "\n" for line in lines))
+    _write(out, ["".join(line + "\n" for line in lines)])
     return status
 
 
@@ -198,11 +200,12 @@ def _same_bytes(old: Path, new: Path) -> bool:
         return False
 
 
-def _write(out: TextIO, text: str) -> None:
-    """Write the text as it is (no copy of a large plan's); a reader that went away
-    (``| head``) is no error."""
+def _write(out: TextIO, parts: Iterable[str]) -> None:
+    """Write the text's parts as they are, one after the other (no copy of a large plan's
+    text); a reader that went away (``| head``) is no error."""
     try:
-        out.write(text)
+        for part in parts:
+            out.write(part)
         out.flush()
     except BrokenPipeError:
         pass  # run() ends the process without flushing into the closed pipe again

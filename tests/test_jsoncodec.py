@@ -430,6 +430,45 @@ def test_decode_takes_the_fast_path_for_canonical_bytes_and_text() -> None:
     assert jsoncodec.decode(CANONICAL.decode()) == expected
 
 
+def test_decode_of_a_plain_file_is_proven_by_orjson_writing_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """msgspec's own proof (re-encode, indent, compare) is not needed for a plain plan."""
+    assert jsoncodec._ORJSON_BOUNDS_DEPTH  # the installed orjson refuses 501 levels
+
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("msgspec's proof ran")
+
+    monkeypatch.setattr(jsoncodec, "_msgspec_writes", refuse)
+    assert jsoncodec.decode(stdlib_bytes(PLAIN)) == PLAIN
+
+
+# Canonical documents orjson refuses to write: msgspec's proof reads them.
+ORJSON_REFUSES = [
+    pytest.param({"x": [2**64, -(2**63) - 1, 10**30]}, id="ints_beyond_64_bits"),
+    pytest.param({"x": nested(300)}, id="deeper_than_orjson_writes"),
+    pytest.param({"x": nested(498)}, id="depth_499"),
+]
+
+
+@pytest.mark.parametrize("document", ORJSON_REFUSES)
+def test_decode_reads_what_orjson_refuses_through_msgspecs_proof(document: dict[str, Any]) -> None:
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(document)
+    raw = stdlib_bytes(document)
+    assert repr(jsoncodec.decode(raw)) == repr(json.loads(raw))
+
+
+def test_a_canonical_file_nested_past_the_writer_is_refused(tmp_path: Path) -> None:
+    """501 levels: neither proof vouches for it, and the strict reader names it."""
+    raw = stdlib_bytes({"x": nested(MAX_DOCUMENT_DEPTH)})
+    assert jsoncodec.decode(raw) is None
+    path = tmp_path / "codegen_meta.json"
+    path.write_bytes(raw)
+    with pytest.raises(MetaError, match="nests deeper than 500 levels"):
+        load_meta(path)
+
+
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_load_meta_of_a_corpus_file_never_runs_the_stdlib_reader(
     path: Path, monkeypatch: pytest.MonkeyPatch

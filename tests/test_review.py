@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from shardplan.cli import main
 from tests.helpers import REPO
@@ -150,6 +152,46 @@ def test_fold_writes_steps_and_keeps_lone_numbers() -> None:
     assert sorted(fold(items)) == [("", "l.9.e.0", " y"), ("", "l.[0-1].e.[0-2]", " x")]
 
 
+def test_natural_key_orders_numbers_by_value_and_a_folded_range_by_its_first() -> None:
+    from shardplan.review.fold import natural_key
+
+    names = ["l.10.a", "l.2.a", "l.[0-31].a", "l.1.b", "x[10]", "x[9]", "l.b"]
+    assert sorted(names, key=natural_key) == [
+        *("l.[0-31].a", "l.1.b", "l.2.a", "l.10.a", "l.b", "x[9]", "x[10]")
+    ]
+
+
+# Names as a plan could hold them: dots, numbers (with leading zeros), brackets, newlines.
+odd_names = st.text(alphabet="ab.[-0179\n", max_size=12)
+
+
+@given(odd_names)
+def test_natural_key_made_by_segments_is_the_whole_names_key(name: str) -> None:
+    """The law: each number, with the bracket before it, padded to 20 digits, wherever
+    it stands (the segment cache changes nothing)."""
+    from shardplan.review.fold import natural_key
+
+    assert natural_key(name) == re.sub(r"\[?([0-9]+)", lambda m: m[1].zfill(20), name)
+
+
+@given(odd_names)
+def test_a_names_last_number_is_found_as_the_regular_expression_finds_it(name: str) -> None:
+    """The law: splitting at the last dots finds what ``_LAST_NUMBER`` finds."""
+    from shardplan.review.fold import _LAST_NUMBER, _last_number
+
+    found = _LAST_NUMBER.match(name)
+    assert _last_number(name) == (None if found is None else found.groups())
+
+
+@given(st.lists(odd_names, max_size=20))
+def test_natural_sorted_sorts_by_the_natural_key_then_the_text(names: list[str]) -> None:
+    """The law: ``natural_sorted`` is ``sorted`` by (natural key, text), so names whose
+    keys tie (``07``, ``7``) come out in one order, run after run."""
+    from shardplan.review.fold import natural_key, natural_sorted
+
+    assert natural_sorted(names) == sorted(names, key=lambda n: (natural_key(n), n))
+
+
 # ---------------------------------------------------------------- diff
 
 
@@ -267,6 +309,26 @@ def test_diff_of_a_bad_input_is_one_line_and_exit_2(
         assert (status, out) == (2, "")
         assert err.count("\n") == 1 and err.startswith("shardplan: ") and str(bad) in err
         assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("injections", "message"),
+    [
+        ([{"ep_size": 2}], "injections[0]: expected an object with a 'match' string"),
+        ([{"match": "m"}, 3], "injections[1]: expected an object with a 'match' string"),
+        ([{"match": "m"}, {"match": "m"}], "injections[1]: a second rule for 'm';"),
+    ],
+    ids=["no_match", "not_an_object", "second_rule"],
+)
+def test_a_bad_rule_is_one_line_naming_it_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, injections: list[Any], message: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"param_plan": {"m": {}}, "injections": injections}))
+    for args in (("show", bad), ("diff", DEEPSEEK, bad)):
+        status, out, err = run(capsys, *args)
+        assert (status, out) == (2, "")
+        assert err.count("\n") == 1 and message in err and str(bad) in err
 
 
 def test_diff_json_gives_the_changes_for_tools(

@@ -32,13 +32,19 @@ file. Each member has its own ':' and a repeated key leaves the decoded objects 
 members than the file holds, so equal counts prove none repeated; a ':' inside a string
 only makes them differ, and then the second tier decides.
 
-Reading, second: msgspec decodes, and the result is trusted only when encoding it again gives
-the input bytes exactly; otherwise (None) the caller's strict reader runs. Where msgspec
-and the standard library differ (found by experiment on msgspec 0.23): msgspec writes
-non-ASCII and 0x7f raw, floats as ``1e16``, ``1.5e-7``, ``0.00001`` (stdlib: ``1e+16``,
-``1.5e-07``, ``1e-05``), and NaN as ``null``; it reads ``1e400`` as infinity and keeps the
-last of two equal keys. Each of these makes the bytes differ, so such a file takes the
-strict reader, which accepts it or names its defect.
+Reading, second: msgspec decodes, and the result is trusted only when encoding it again
+gives the input bytes exactly; otherwise (None) the caller's strict reader runs. orjson
+writes the form again (indent 2, sorted keys, the newline) in one pass; where it refuses
+the document (an int beyond 64 bits, nesting past its 254 levels), msgspec's sorted
+compact tokens, indented by msgspec, are compared instead. Equal bytes prove the file
+is a writer's output of the document, which the standard library reads back to that
+document, with no key repeated. Where the writers and the standard library differ
+(found by experiment on msgspec 0.23 and orjson 3.13): both write non-ASCII and 0x7f
+raw (stdlib: ``\\u00e9``, ``\\u007f``); msgspec writes floats as ``1e16``, ``1.5e-7``,
+``0.00001`` (stdlib: ``1e+16``, ``1.5e-07``, ``1e-05``), orjson ``1e-7`` for ``1e-07``;
+msgspec reads ``1e400`` as infinity and keeps the last of two equal keys. Each of these
+makes the bytes differ, but for 0x7f, which a canonical file never holds raw: such a
+file takes the strict reader, which accepts it or names its defect.
 """
 
 from __future__ import annotations
@@ -218,16 +224,39 @@ def encode(document: dict[str, Any]) -> bytes | None:
     return fast if fast is not None else _stdlib_tokens_indented(document)
 
 
+# orjson's layout of the form, for a document decoded from JSON (plain types, str keys).
+_READ_BACK_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
+
+def _orjson_refuses(levels: int) -> bool:
+    """Whether orjson refuses to write ``levels`` lists, one inside the other."""
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return True
+    return False
+
+
+# The read-back bounds nesting only through orjson's own limit (254 levels in orjson 3):
+# checked once, for the orjson installed, that it refuses what the writer refuses.
+_ORJSON_BOUNDS_DEPTH = _orjson_refuses(_MAX_DEPTH + 1)
+
+
 def decode(data: bytes | str) -> Any | None:
-    """The document of ``data`` if msgspec, encoding it again, gives ``data`` exactly; else
-    None, and the caller's strict reader runs.
+    """The document of ``data`` if a writer, encoding it again, gives ``data`` exactly;
+    else None, and the caller's strict reader runs.
 
     That one comparison proves what the strict standard library reader checks one value
     at a time: no key repeated (the re-encoded object would have fewer members), no NaN
     or Infinity (not JSON to msgspec), no number that overflows (the float hook refuses
-    1e400), no other spelling of a value. Canonical files of ASCII text and floats
-    without an exponent pass; the rest (compact, unsorted, raw UTF-8, ``1e+16``) take
-    the strict reader, which accepts them or names their defect.
+    1e400), no other spelling of a value, and nesting the writer writes (orjson refuses
+    more than 254 levels; msgspec's layout shows level 501 as a line indented by 1,000
+    spaces). Canonical files of ASCII text and floats without an exponent pass; the rest
+    (compact, unsorted, raw UTF-8, ``1e+16``) take the strict reader, which accepts them
+    or names their defect.
     """
     if isinstance(data, str):
         if not data.isascii():
@@ -235,26 +264,39 @@ def decode(data: bytes | str) -> Any | None:
         data = data.encode("ascii")
     elif not data.isascii():
         return None  # also sends invalid UTF-8 to the reader that names it
+    if b"\x7f" in data:
+        return None  # stdlib writes it \u007f, where orjson and msgspec write it raw
     document = _decoded_object(_DECODER, data)
     if document is None:
         return None
     # The decoded values are plain JSON types with stdlib float texts, so the read-back
     # check of encode() is not needed: the bytes alone decide.
+    if _ORJSON_BOUNDS_DEPTH:
+        try:
+            written = orjson.dumps(document, option=_READ_BACK_OPTIONS)
+        except orjson.JSONEncodeError:
+            pass  # an int beyond 64 bits, nesting past orjson's: msgspec's proof decides
+        else:
+            return document if written == data else None
+    return document if _msgspec_writes(document, data) else None
+
+
+def _msgspec_writes(document: dict[str, Any], data: bytes) -> bool:
+    """Whether msgspec's sorted tokens of ``document``, indented, are ``data`` exactly,
+    with no line nested deeper than the writer writes."""
     raw = _encode_compact(document)
     if raw is None:
-        return None
+        return False
     indented = msgspec.json.format(raw, indent=2)
     del raw  # the compared copies are all the proof holds besides the input and document
     # The input is the indented form plus the format's newline: compared in place, not by
     # building that form with its newline (a third copy of the file at the read's peak).
-    if not (
+    return (
         len(data) == len(indented) + 1
         and data.endswith(b"\n")
         and data.startswith(indented)
         and _TOO_DEEP not in indented
-    ):
-        return None
-    return document
+    )
 
 
 def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shardplan.artifact import jsoncodec
-from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.shapes import UNSET
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import raise_if_unwritable
@@ -353,6 +352,9 @@ def dump_meta(meta: CodegenMeta, path: str | Path) -> None:
     """
     paused = pause_collector()  # first: see shardplan.collector
     try:
+        # Here, not at the top: a process that only reads (shardplan show) never loads it.
+        from shardplan.artifact.atomic import atomic_write_bytes
+
         check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
         file = file_path(path)
         atomic_write_bytes(file, meta_to_bytes(meta))

@@ -10,6 +10,8 @@ parameter or output) and the old and new values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from shardplan.review.fold import fold, natural_key
@@ -99,10 +101,10 @@ def compare(old: PlanView, new: PlanView, *, same_bytes: bool = False) -> Compar
         found.changes.append(Change(MODULE_ADDED, fqn, "", "", ABSENT, ABSENT, "", ""))
     for fqn in changed_modules(old.entries, new.entries):
         found.changes += _fields(fqn, "", old.entries[fqn], new.entries[fqn], texts)
-    for fqn in old.rules.keys() | new.rules.keys():
+    fqns = old.rules.keys() | new.rules.keys()
+    # The modules whose rules differ, found in C (a plan's rules are mostly the same).
+    for fqn in compress(fqns, map(ne, map(old.rules.get, fqns), map(new.rules.get, fqns))):
         before, after = old.rules.get(fqn), new.rules.get(fqn)
-        if before == after:
-            continue
         if before is None or after is None:
             what, value = (RULE_ADDED, after) if before is None else (RULE_REMOVED, before)
             text = compact(value)

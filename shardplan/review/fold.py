@@ -10,6 +10,7 @@ item when every layer holds the same experts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
@@ -64,7 +65,13 @@ def segment_text(segment: str | frozenset[int]) -> str:
         return segment
     if len(segment) == 1:
         return str(next(iter(segment)))
-    return f"[{ranges(segment)}]"
+    return _ranges_text(segment)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranges_text(numbers: frozenset[int]) -> str:
+    # A folded layer's set stands in each of its lines' names: written once.
+    return f"[{ranges(numbers)}]"
 
 
 def name_text(segments: Segments) -> str:
@@ -77,17 +84,17 @@ def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments
     folded into one; the number segments are sets. Rightmost numbers first."""
     done: list[tuple[Segments, T]] = []
     work: list[tuple[Segments, int, T]] = []
-    # The first fold of a plain name, on its text: one regular expression a name.
-    first: dict[tuple[str | None, str | None, T], set[int]] = {}
+    # The first fold of a plain name, on its text (_last_number).
+    first: dict[tuple[str | None, str, T], set[int]] = {}
     for name, key in names:
         if not isinstance(name, str):
             work.append((name, -1, key))
             continue
-        found = _LAST_NUMBER.match(name)
+        found = _last_number(name)
         if found is None:
             done.append((tuple(name.split(".")), key))
             continue
-        before, number, after = found.groups()
+        before, number, after = found
         group = first.get((before, after, key))
         if group is None:
             first[before, after, key] = {int(number)}
@@ -98,30 +105,51 @@ def fold_keyed(names: Iterable[tuple[str | Segments, T]]) -> list[tuple[Segments
         tail = tuple(after[1:].split(".")) if after else ()
         work.append((head + (frozenset(found_numbers),) + tail, len(head), key))
     while work:
-        groups: dict[tuple[Segments, int, T], set[int]] = {}
-        numbers: set[int] | frozenset[int]
+        groups: dict[tuple[Segments, int, T], list[str | frozenset[int]]] = {}
         for segments, end, key in work:
             place = _rightmost_number(segments, end)
             if place < 0:
                 done.append((segments, key))
                 continue
-            segment = segments[place]
-            numbers = {int(segment)} if isinstance(segment, str) else segment
             template = segments[:place] + ("",) + segments[place + 1 :]
-            group = groups.get((template, place, key))
-            if group is None:
-                groups[template, place, key] = set(numbers)
+            members = groups.get((template, place, key))
+            if members is None:
+                groups[template, place, key] = [segments[place]]
             else:
-                group.update(numbers)
+                members.append(segments[place])
         work = [
-            (template[:place] + (frozenset(numbers),) + template[place + 1 :], place, key)
-            for (template, place, key), numbers in groups.items()
+            (template[:place] + (_together(members),) + template[place + 1 :], place, key)
+            for (template, place, key), members in groups.items()
         ]
     return done
 
 
+def _together(segments: list[str | frozenset[int]]) -> frozenset[int]:
+    """The numbers of the segments, as one set (a set alone as it is: a layer's numbers,
+    which every module of the layer holds, are not copied for each)."""
+    if len(segments) == 1 and not isinstance(segments[0], str):
+        return segments[0]
+    return frozenset().union(*({int(s)} if isinstance(s, str) else s for s in segments))
+
+
 # A name's rightmost number segment: what is before it, the number, what is after it.
 _LAST_NUMBER = re.compile(r"(?:(.*)\.)?(0|[1-9][0-9]*)((?:\..*)?)$", re.S)
+
+
+def _last_number(name: str) -> tuple[str | None, str, str] | None:
+    """``_LAST_NUMBER``'s groups for ``name``, or None where it has no number segment."""
+    # Most names end in a number or in one segment after it (``layers.3.mlp``): found by
+    # splitting at the last dots, and only the rest by the regular expression.
+    if not name.endswith("\n"):  # there ``$`` matches before the newline too: see below
+        head, dot, last = name.rpartition(".")
+        if _number(last):
+            return (head if dot else None), last, ""
+        if dot:
+            before, dot, number = head.rpartition(".")
+            if _number(number):
+                return (before if dot else None), number, "." + last
+    found = _LAST_NUMBER.match(name)
+    return None if found is None else (found[1], found[2], found[3])
 
 
 def _rightmost_number(segments: Segments, end: int) -> int:
@@ -143,9 +171,36 @@ def fold(items: Iterable[Item]) -> list[Item]:
 def natural_key(name: str) -> str:
     """Sort key of a (folded) dotted name: numbers by value (``layers.2`` before
     ``layers.10``; ``[0-31]`` by its first number), the rest as text."""
-    return _DIGITS.sub(_padded, name)
+    # No number spans a dot, so the key is made segment by segment, and a plan repeats its
+    # segments (a layer's number in each of its modules): each one's key is made once
+    # (_SegmentKeys, which holds every segment keyed in the process), the rest in C.
+    return ".".join(map(_SEGMENT_KEYS.__getitem__, name.split(".")))
 
 
+def natural_sorted(names: Iterable[str]) -> list[str]:
+    """``names`` sorted by ``natural_key``; names whose keys tie (``07``, ``7``) by their
+    text."""
+    names = list(names)
+    joined = "\n".join(names)
+    if joined.count("\n") != len(names) - 1:  # a newline in a name (or no names)
+        return sorted(names, key=lambda name: (natural_key(name), name))
+    # Every key at once, in C: a segment made of one name's last and the next one's first
+    # is keyed as the two are, since no number spans the newline either.
+    keys = ".".join(map(_SEGMENT_KEYS.__getitem__, joined.split("."))).split("\n")
+    if len(set(keys)) < len(keys):
+        return [name for _, name in sorted(zip(keys, names, strict=True))]
+    return [names[i] for i in sorted(range(len(names)), key=keys.__getitem__)]
+
+
+class _SegmentKeys(dict[str, str]):
+    """The natural key of each segment, made when first asked for."""
+
+    def __missing__(self, segment: str) -> str:
+        key = self[segment] = _DIGITS.sub(_padded, segment)
+        return key
+
+
+_SEGMENT_KEYS = _SegmentKeys()
 _DIGITS = re.compile(r"\[?([0-9]+)")
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from shardplan.artifact.meta import load_meta
 from shardplan.artifact.shapes import UNSET
 from shardplan.convert.placement_text import PLACEMENT_PATTERN
 from shardplan.errors import MetaError, json_type, key_path
-from shardplan.review.fold import Segments, fold_keyed, name_text, natural_key
+from shardplan.review.fold import Segments, fold_keyed, name_text, natural_key, natural_sorted
 from shardplan.staleness import generated_modules
 from shardplan.table.format import MATCH_KEY
 
@@ -67,20 +68,13 @@ def read_view(path: str | Path) -> PlanView:
 
 def view_of(meta: CodegenMeta, source: str) -> PlanView:
     """The view of a loaded ``meta``; ``source`` names it in messages."""
-    for fqn, entry in meta.param_plan.items():
-        if not isinstance(entry, dict):
-            raise MetaError(
-                key_path("param_plan", fqn), f"expected an object, got {json_type(entry)}"
-            )
-    rules: dict[str, dict[str, Any]] = {}
-    for index, rule in enumerate(meta.injections):
-        where = f"injections[{index}]"
-        if not isinstance(rule, dict) or not isinstance(rule.get(MATCH_KEY), str):
-            raise MetaError(where, f"expected an object with a {MATCH_KEY!r} string")
-        fqn = rule[MATCH_KEY]
-        if fqn in rules:
-            raise MetaError(where, f"a second rule for {fqn!r}; a module has at most one")
-        rules[fqn] = {k: v for k, v in rule.items() if k != MATCH_KEY}
+    if not set(map(type, meta.param_plan.values())) <= {dict}:  # a read's: all dicts
+        for fqn, entry in meta.param_plan.items():
+            if not isinstance(entry, dict):
+                raise MetaError(
+                    key_path("param_plan", fqn), f"expected an object, got {json_type(entry)}"
+                )
+    rules = _rules(meta.injections)
     mesh = meta.mesh_dim_names
     view = PlanView(
         source,
@@ -100,6 +94,36 @@ def view_of(meta: CodegenMeta, source: str) -> PlanView:
     for key, value in meta.extra.items():
         (view.plan if key in OWNED_KEYS else view.other)[key] = value
     return view
+
+
+def _rules(injections: list[Any]) -> dict[str, dict[str, Any]]:
+    """Each rule by its module, without its match; a MetaError names a rule that is not an
+    object with a match string, or a second rule for a module."""
+    # A read's rules are objects with one match string each, one rule a module: checked
+    # in C first, and only otherwise rule by rule, to name the one at fault.
+    if set(map(type, injections)) <= {dict}:
+        matches: list[Any] = list(map(dict.get, injections, repeat(MATCH_KEY)))
+        if set(map(type, matches)) <= {str} and len(set(matches)) == len(matches):
+            rules: dict[str, dict[str, Any]] = dict(
+                zip(matches, map(dict, injections), strict=True)
+            )
+            for held in rules.values():
+                del held[MATCH_KEY]  # the rule without its match, in its order
+            return rules
+    rules = {}
+    for index, rule in enumerate(injections):
+        if not isinstance(rule, dict) or not isinstance(rule.get(MATCH_KEY), str):
+            raise MetaError(
+                f"injections[{index}]", f"expected an object with a {MATCH_KEY!r} string"
+            )
+        fqn = rule[MATCH_KEY]
+        if fqn in rules:
+            raise MetaError(
+                f"injections[{index}]", f"a second rule for {fqn!r}; a module has at most one"
+            )
+        rules[fqn] = held = dict(rule)
+        del held[MATCH_KEY]
+    return rules
 
 
 class Texts:
@@ -216,8 +240,10 @@ def mesh_line(view: PlanView) -> str:
 
 
 def module_names(view: PlanView) -> list[str]:
-    """Every module the artifact names, in an entry or a rule, sorted naturally."""
-    return sorted({*view.entries, *view.rules}, key=natural_key)
+    """Every module the artifact names, in an entry or a rule, sorted naturally (names
+    whose keys tie, as ``07`` and ``7``, by their text)."""
+    # In the file's order, nearly the natural one: the sort finds its runs.
+    return natural_sorted([*view.entries, *(view.rules.keys() - view.entries.keys())])
 
 
 class Blocks:
@@ -237,8 +263,11 @@ class Blocks:
         try:
             pack = _PACK
             keys = dict(zip(entries, map(pack, entries.values()), strict=True))
-            for fqn, rule in rules.items():
-                keys[fqn] = keys.get(fqn, pack(None)) + pack(rule)
+            # Each rule's bytes after its module's entry's (None's for a rule alone), in C.
+            held = list(map(keys.get, rules, repeat(pack(None))))
+            keys.update(
+                zip(rules, map(bytes.__add__, held, map(pack, rules.values())), strict=True)
+            )
             return keys
         except (OverflowError, msgspec.EncodeError):
             text = _JSON
@@ -256,16 +285,33 @@ class Blocks:
 def show_text(view: PlanView, *, collapse: bool = False) -> str:
     """The text of ``shardplan show``: the mesh line, the plan's lines, the modules'; each
     line ends with a newline."""
+    return "".join(show_parts(view, collapse=collapse))
+
+
+# Modules a part of show's text holds: about a megabyte, which the allocator hands back
+# part after part, where the whole text would be fresh memory, page by page, three times
+# over (the modules' texts, their join, its encoding for the output).
+MODULES_A_PART = 2048
+
+
+def show_parts(view: PlanView, *, collapse: bool = False) -> Iterator[str]:
+    """``show_text`` in parts, each of whole lines, to be written one after the other."""
     if collapse:
-        return "".join(line + "\n" for line in show_lines(view, collapse=True))
+        yield "".join(line + "\n" for line in show_lines(view, collapse=True))
+        return
     blocks = Blocks(view)
-    head = [mesh_line(view), *plan_lines(view)]
-    # One join a module: its name before each of its lines.
+    yield "".join(line + "\n" for line in [mesh_line(view), *plan_lines(view)])
     keys = blocks.keys()
-    modules = [
-        fqn + ("\n" + fqn).join(blocks.of_key(keys[fqn], fqn)) + "\n" for fqn in module_names(view)
-    ]
-    return "".join(line + "\n" for line in head) + "".join(modules)
+    # Each distinct block's lines once, as the parts its modules' names join: a module's
+    # text is ``fqn.join(("", " a: x\n", " b: y\n"))``, one call in C.
+    parts = {
+        key: ("", *(line + "\n" for line in blocks.of_key(key, fqn)))
+        for key, fqn in dict(zip(keys.values(), keys, strict=True)).items()  # one module a block
+    }
+    names = module_names(view)
+    modules = map(str.join, names, map(parts.__getitem__, map(keys.__getitem__, names)))
+    while part := "".join(islice(modules, MODULES_A_PART)):
+        yield part
 
 
 def show_lines(view: PlanView, *, collapse: bool = False) -> list[str]:
