@@ -59,6 +59,31 @@ class WriteShortcut:
     check: str
 
 
+@dataclass(frozen=True)
+class Consume:
+    """How read_plan's one pass takes a value of the document it decoded and alone holds
+    (JSON types, str keys): ``call(value)`` takes everything the rebuild function accepts,
+    the document's own containers where it can, and raises NotConsumed for the rest (the
+    read then starts again on the pair's path, which names the defect). ``counted``: it
+    converts the value in place, which becomes the live value, and gives the members of
+    the objects in it; else it gives the live value, which holds no object."""
+
+    call: str
+    counted: bool = False
+
+
+@dataclass(frozen=True)
+class Gather:
+    """A derived record gathered in the rebuild's one walk: for the entry row under ``key``,
+    ``call(fqn, live_value, gathered)`` appends what the row's rebuilt value contributes,
+    and strict rebuild runs ``check(value, path, gathered, param_plan)`` on the key's value
+    instead of the record's check_ function (the same refusal, without a second walk)."""
+
+    key: str
+    call: str
+    check: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Record:
     """What one conversion means: ``shows`` and ``schema`` are how generated/fields.md names
@@ -68,7 +93,8 @@ class Record:
     (tests/test_closure.py checks each pair; a row pairing its freeze with another rebuild
     has its value read back at freeze by ``admit``). The shortcuts, one a step, and the
     writer's are optional (tests/test_kinds_declared.py checks they give what the
-    functions give)."""
+    functions give); so are ``consume`` (read_plan's one pass) and, for a derived record,
+    ``gather``."""
 
     shows: str
     schema: dict[str, Any]
@@ -77,6 +103,8 @@ class Record:
     freeze_shortcut: Shortcut | None = None
     rebuild_shortcut: Shortcut | None = None
     write_shortcut: WriteShortcut | None = None
+    consume: Consume | None = None
+    gather: Gather | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +145,7 @@ KINDS: dict[str, Record] = {
         freeze_shortcut=Shortcut(call="common_frozen_table"),
         rebuild_shortcut=Shortcut(call="common_parsed_table"),
         write_shortcut=WriteShortcut("writable_table", "live_tables_writable"),
+        consume=Consume("consume_placements", counted=True),
     ),
     "names": Record(
         shows="array of strings",
@@ -125,12 +154,14 @@ KINDS: dict[str, Record] = {
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
+        consume=Consume("consume_strings"),
     ),
     "name_tuple": Record(
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
         rebuild_shortcut=Shortcut(call="common_string_tuple"),
+        consume=Consume("consume_string_tuple"),
     ),
     "scalar": Record(
         shows="string, number or boolean",
@@ -202,6 +233,7 @@ KINDS: dict[str, Record] = {
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
         reads_back=("sharded_params",),
+        gather=Gather(key="params", call="gather_sharded", check="compare_sharded_params"),
     ),
 }
 
@@ -406,6 +438,8 @@ def _record_problems(
         if shortcut is not None and name not in functions[step]:
             found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
     calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
+    calls += [s.call for s in (record.consume, record.gather) if s]
+    calls += [record.gather.check] if record.gather else []
     if record.write_shortcut is not None:
         if name not in functions["freeze"]:
             found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
