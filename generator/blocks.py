@@ -96,6 +96,9 @@ class RebuildBlock:
     absent_test: str = ""
     default: str = ""
     call: str = ""  # the expression for any other value
+    inline: str = ""  # the kinds template's loop written for the shortcut, or ""
+    lookup: str = ""  # the inline loop's lookup function, as spelled
+    slow: str = ""  # the kind's own call, for a value the inline loop does not take
     check: str = ""  # a derived key: the statement strict runs on a present value
     gather: str = ""  # the statement strict runs on a truthy rebuilt value: a derived key's part
     calls: tuple[str, ...] = ()
@@ -328,11 +331,13 @@ class BlockMaker:
         if crossing.written == "not default" and default != "None":
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
             default_test = _is_default(w, row.name, crossing)
-        call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
+        call = slow = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
         shortcut = crossing.rebuild_record.rebuild_shortcut
         types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
             call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
+        inline = shortcut.inline if shortcut and not (plan_level or crossing.null_is_none) else ""
+        lookup = w.spell(shortcut.lookup) if inline and shortcut else ""
         gather = self.gather(row, gathers)
         return RebuildBlock(
             comment=comment,
@@ -348,10 +353,14 @@ class BlockMaker:
             absent_test=absent_test,
             default=default,
             call=call,
+            inline=inline,
+            lookup=lookup,
+            slow=slow,
             gather=gather,
             calls=self._calls(
-                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, call, gather
+                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, gather
             )
+            + self._calls(f"{lookup}({slow})" if inline else call)
             + (("UNSET",) if refuse_default else ()),
         )
 
@@ -437,6 +446,10 @@ class Blocks:
             tree = ast.parse(table.crossing_of(row).annotation, mode="eval")
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         return sorted(names - _BUILTINS - {"Any"})
+
+    def inlined(self, table: Table) -> set[str]:
+        """The inline loops the rebuild of ``table``'s rows writes."""
+        return {self.rebuild(table, row).inline for row in table.keyed} - {""}
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
         """The kinds functions and shapes names the module of ``step`` imports, sorted."""

@@ -42,6 +42,7 @@ from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument
+from shardplan.table.format import GROUP_PARAM_PLAN
 from shardplan.table.spec import ShardingPlan
 
 
@@ -145,7 +146,7 @@ def read_plan(path: str | Path, *, allow_targets: AllowTargets = ()) -> Sharding
 def _read_consumed(path: Path, allow_targets: AllowTargets) -> ShardingPlan | None:
     """The plan of read_plan's one pass, or None where the pair's path must decide. The
     file is refused as load_meta refuses it, with its MetaError."""
-    counted = read_counted(path)
+    counted = read_counted(path, GROUP_PARAM_PLAN)  # the entries decoded one by one
     if counted is None:
         return None
     document, colons = counted

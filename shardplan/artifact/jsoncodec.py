@@ -273,6 +273,46 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
     return None if document is None else (document, data.count(b":"))
 
 
+# The top level, and the object kept apart, each member's value left encoded (msgspec.Raw:
+# its syntax checked, its bytes a view of the input until copied).
+_ENCODED_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], int] | None:
+    """``decode_counted``, with the object under the top-level key ``apart`` (a plan's
+    entries, most of the file) left encoded: each of its members' values a copy of its
+    own bytes, which the caller decodes with ``decode_member`` as it walks them and drops.
+    The file's bytes then go as soon as this returns, and the read's peak holds the file
+    about once beside what is decoded, not the file and the whole document. None where
+    this tier cannot say, as decode_counted (also for an ``apart`` that is no object)."""
+    if not data.isascii():
+        return None
+    paused = pause_collector()
+    try:
+        document: dict[str, Any] = {}
+        for key, encoded in _ENCODED_MEMBERS.decode(data).items():
+            if key == apart:
+                members = _ENCODED_MEMBERS.decode(encoded).items()
+                document[key] = {name: value.copy() for name, value in members}
+            else:
+                document[key] = _ANY_LAYOUT_DECODER.decode(encoded)
+    except (msgspec.DecodeError, RecursionError, _Refused):
+        return None
+    finally:
+        resume_collector(paused)
+    return document, data.count(b":")
+
+
+def decode_member(encoded: msgspec.Raw) -> Any:
+    """The value of a member ``decode_counted_apart`` left encoded, read as decode_counted
+    reads it; None where it cannot say (a value it refuses, or a null: the caller's pass
+    refuses both). The caller pauses the collector (it decodes one member a call)."""
+    try:
+        return _ANY_LAYOUT_DECODER.decode(encoded)
+    except (msgspec.DecodeError, RecursionError, _Refused):
+        return None
+
+
 def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str, Any] | None:
     """The object ``decoder`` reads from ASCII ``data``, collector paused (it builds a
     container per object: see collector.py); None for anything else: not JSON to msgspec

@@ -428,6 +428,8 @@ def check_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> N
 common_frozen_table = placements.common_frozen_table
 common_parsed_table = placements.common_parsed_table
 consume_placements = placements.consume_placement_table
+# A text's parsed placement, None for a text not parsed yet: generated rebuild's inline loop.
+cached_placement = placements._PARSED.get
 NotConsumed = placements.NotConsumed
 # The writer's shortcut (write_plan): the live table, checked for the whole plan at once,
 # its placements written through written_text.

@@ -46,6 +46,11 @@ class Shortcut:
 
     call: str = ""
     exactly: tuple[type, ...] = ()
+    # The loop of the kinds template that writes ``call`` out in place, so the rebuild calls
+    # no function for the common value: "placement_table" (a dict of str names to dicts of
+    # str axes to texts ``lookup`` gives the placement of; None for a text it has not seen).
+    inline: str = ""
+    lookup: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class KindName:
     rebuild: Reads | None = None
 
 
+# The loops templates/kinds.j2 writes in place of a rebuild shortcut's call ("": none).
+INLINE_LOOPS = ("", "placement_table")
+
 # A record without a freeze_<name> function is read only (name_tuple, int_or_true).
 KINDS: dict[str, Record] = {
     "placements": Record(
@@ -143,7 +151,9 @@ KINDS: dict[str, Record] = {
         held_as="dict[str, dict[str, dict[str, str]]]",
         reads_back=("placements",),
         freeze_shortcut=Shortcut(call="common_frozen_table"),
-        rebuild_shortcut=Shortcut(call="common_parsed_table"),
+        rebuild_shortcut=Shortcut(
+            call="common_parsed_table", inline="placement_table", lookup="cached_placement"
+        ),
         write_shortcut=WriteShortcut("writable_table", "live_tables_writable"),
         consume=Consume("consume_placements", counted=True),
     ),
@@ -439,12 +449,18 @@ def _record_problems(
             found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
     calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
     calls += [s.call for s in (record.consume, record.gather) if s]
+    calls += [record.rebuild_shortcut.lookup] if record.rebuild_shortcut else []
+    if record.rebuild_shortcut and record.rebuild_shortcut.inline not in INLINE_LOOPS:
+        found.append(
+            f"{at}: rebuild_shortcut inline={record.rebuild_shortcut.inline!r} is no loop the "
+            f"kinds template writes ({', '.join(map(repr, INLINE_LOOPS))})"
+        )
     calls += [record.gather.check] if record.gather else []
     if record.write_shortcut is not None:
         if name not in functions["freeze"]:
             found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
         calls += [record.write_shortcut.live, record.write_shortcut.check]
-    undefined = [call for call in calls if call not in defined]
+    undefined = [call for call in calls if call and call not in defined]
     return found + [f"{at}: shortcut {c!r} is no function the module defines" for c in undefined]
 
 
