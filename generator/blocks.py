@@ -107,13 +107,16 @@ class RebuildBlock:
 @dataclass(frozen=True)
 class ConsumeBlock:
     """One entry or rule row in read_plan's one pass over a document it alone holds:
-    ``read`` binds ``value``; an absent key (``value is None``: the pass refuses every null)
-    gives ``default``; else the value is taken as it is where ``types`` hold, else ``call``
-    gives the live value (``counted``, added to the members, counts the objects in it);
-    then the strict refusals and the derived key's ``gather``, as the rebuild runs them."""
+    ``read`` binds ``value``; an absent key (``absent_test``) gives ``default``, a null
+    (where ``null``: freeze writes it for None) None; else the value is taken as it is where
+    ``types`` hold, else ``call`` gives the live value (``counted``, added to the members,
+    counts the objects in it); then the strict refusals and the derived key's ``gather``,
+    as the rebuild runs them. The pass has refused a null under any other key."""
 
     comment: str = ""
     read: str = ""
+    absent_test: str = ""
+    null: str = ""
     target: str = ""
     annotation: str = ""
     default: str = ""
@@ -392,9 +395,14 @@ class BlockMaker:
             refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
         if rebuilt.refuse_default:
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
+        tail, absent_test = "", f"{w.value} is None"
+        if crossing.null_is_none:  # null is None, an absent key the default
+            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
         return ConsumeBlock(
             comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
-            read=f"{w.value} = {w.spell(out)}.get({row.key!r})",
+            read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
+            absent_test=absent_test,
+            null=f"{w.value} is None" if crossing.null_is_none else "",
             target=row.name,
             annotation=crossing.annotation,
             default=crossing.absent,
@@ -405,7 +413,8 @@ class BlockMaker:
             refuse_default=refuse_default,
             default_test=rebuilt.default_test,
             gather=rebuilt.gather,
-            calls=self._calls(types, call, counted, refuse_falsy, refuse_default, rebuilt.gather),
+            calls=self._calls(types, call, counted, refuse_falsy, refuse_default, rebuilt.gather)
+            + (("UNSET",) if tail else ()),
         )
 
 
