@@ -309,3 +309,32 @@ def test_a_failed_pass_leaves_nothing_half_converted_behind(
     read, pair = both(path)
     assert read == pair and read[:3] == ("error", MetaError, 'param_plan["m"].in_src["x"]["tp"]')
     assert fallbacks == [path]
+
+
+def test_the_entries_are_decoded_in_pieces_to_the_document_decode_counted_gives(
+    tmp_path: Path,
+) -> None:
+    """The pass's document is decode_counted's, though its entries are cut into pieces (so
+    the file's bytes go before the whole document is built); an entry key repeated in
+    another piece is kept once, and the count says so."""
+    from shardplan.artifact import jsoncodec
+
+    path = tmp_path / "codegen_meta.json"
+    plan = strategies.random_plan(7)
+    plan.modules = {f"layers.{n}": spec for n in range(400) for spec in plan.modules.values()}
+    shardplan.write_plan(plan, path)
+    data = path.read_bytes()
+    cut = jsoncodec.decode_counted_apart(data, "param_plan")
+    assert cut is not None
+    document, pieces, colons = cut
+    assert len(pieces) > 8  # cut between entries, not decoded whole
+    assert jsoncodec.decode_pieces(document, "param_plan", pieces) and pieces == []
+    assert (document, colons) == jsoncodec.decode_counted(data)
+    first = data.index(b'    "layers.0": {')
+    entry = data[first : data.index(b"\n    },\n", first) + 8]
+    end = data.index(b"\n  }", data.index(b'"param_plan"'))  # the entries' object closes
+    repeated = data[:end] + b",\n" + entry.rstrip(b",\n") + data[end:]
+    assert json.loads(repeated)  # still JSON: "layers.0" given twice, in pieces apart
+    path.write_bytes(repeated)
+    read, pair = both(path)
+    assert read == pair and read[0] == "error" and "repeats the key 'layers.0'" in read[3]

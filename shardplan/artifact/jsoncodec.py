@@ -273,46 +273,81 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
     return None if document is None else (document, data.count(b":"))
 
 
-# The top level, and the object kept apart, each member's value left encoded (msgspec.Raw:
-# its syntax checked, its bytes a view of the input until copied).
+# The top level, each member's value left encoded (msgspec.Raw: its syntax checked, its
+# bytes a view of the input).
 _ENCODED_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+# Where a member of an object at the document's second level ends and the next begins, in
+# the canonical layout (indent 2): a member of the object apart is cut there, never inside
+# a string (a string holds no raw newline).
+_MEMBER_END = b"\n    },\n    \""
+_PIECES = 16  # the object apart is decoded in this many pieces, at most
 
 
-def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], int] | None:
-    """``decode_counted``, with the object under the top-level key ``apart`` (a plan's
-    entries, most of the file) left encoded: each of its members' values a copy of its
-    own bytes, which the caller decodes with ``decode_member`` as it walks them and drops.
-    The file's bytes then go as soon as this returns, and the read's peak holds the file
-    about once beside what is decoded, not the file and the whole document. None where
-    this tier cannot say, as decode_counted (also for an ``apart`` that is no object)."""
+def decode_counted_apart(
+    data: bytes, apart: str
+) -> tuple[dict[str, Any], list[bytes], int] | None:
+    """``decode_counted``, holding less at once: the document but the object under the
+    top-level key ``apart`` (a plan's entries, most of the file), that object copied out
+    of ``data`` in pieces cut between its members, and the ':' bytes of ``data``. Once the
+    caller has dropped ``data``, ``decode_pieces`` decodes the pieces one by one, each
+    dropped once read: the file's bytes and the whole document are never held together,
+    and the read's peak is about the document and one piece. None where this tier cannot
+    say, as decode_counted."""
     if not data.isascii():
         return None
     paused = pause_collector()
     try:
         document: dict[str, Any] = {}
+        pieces: list[bytes] = []
         for key, encoded in _ENCODED_MEMBERS.decode(data).items():
             if key == apart:
-                members = _ENCODED_MEMBERS.decode(encoded).items()
-                document[key] = {name: value.copy() for name, value in members}
+                pieces = _cut(bytes(encoded))
+                document[key] = {}
             else:
                 document[key] = _ANY_LAYOUT_DECODER.decode(encoded)
     except (msgspec.DecodeError, RecursionError, _Refused):
         return None
     finally:
         resume_collector(paused)
-    return document, data.count(b":")
+    return document, pieces, data.count(b":")
 
 
-def decode_member(encoded: msgspec.Raw) -> Any:
-    """The value of a member ``decode_counted_apart`` left encoded, read as decode_counted
-    reads it; None where it cannot say (a value it refuses, or a null: the caller's pass
-    refuses both). The caller pauses the collector (it decodes one member a call)."""
+def decode_pieces(document: dict[str, Any], apart: str, pieces: list[bytes]) -> bool:
+    """Decode the pieces ``decode_counted_apart`` cut, into ``document[apart]``, emptying
+    ``pieces`` as it goes (each piece's bytes go once read). False where this tier cannot
+    say: a piece that is no object (a cut the layout does not allow, not between two
+    members), or what decode_counted refuses. A key repeated across pieces is kept once,
+    and the members the caller counts fall short of the ':' bytes, as for any repeat."""
+    members = document.get(apart)
+    paused = pause_collector()
     try:
-        return _ANY_LAYOUT_DECODER.decode(encoded)
+        pieces.reverse()  # popped from the end, in the file's order
+        while pieces:
+            found = _ANY_LAYOUT_DECODER.decode(pieces.pop())
+            if type(found) is not dict or type(members) is not dict:
+                return False
+            members.update(found)
     except (msgspec.DecodeError, RecursionError, _Refused):
-        return None
+        return False
+    finally:
+        resume_collector(paused)
+    return True
 
 
+def _cut(text: bytes) -> list[bytes]:
+    """The object ``text`` as up to _PIECES objects of its members, in order: cut after a
+    member's end near each share of its length (one piece, the object itself, where the
+    layout has no such end)."""
+    if not (text.startswith(b"{") and text.endswith(b"}")):
+        return [text]  # no object: its decode says so
+    pieces, at, share = [], 1, len(text) // _PIECES + 1
+    while True:
+        end = text.find(_MEMBER_END, at + share)
+        if end < 0:
+            pieces.append(b"{" + text[at:])
+            return pieces
+        pieces.append(b"{" + text[at : end + 6] + b"}")  # through the member's "}"
+        at = end + 12  # from the next member's opening quote
 def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str, Any] | None:
     """The object ``decoder`` reads from ASCII ``data``, collector paused (it builds a
     container per object: see collector.py); None for anything else: not JSON to msgspec
