@@ -146,7 +146,7 @@ def read_plan(path: str | Path, *, allow_targets: AllowTargets = ()) -> Sharding
 def _read_consumed(path: Path, allow_targets: AllowTargets) -> ShardingPlan | None:
     """The plan of read_plan's one pass, or None where the pair's path must decide. The
     file is refused as load_meta refuses it, with its MetaError."""
-    counted = read_counted(path, GROUP_PARAM_PLAN)  # the entries decoded one by one
+    counted = read_counted(path, GROUP_PARAM_PLAN)  # the entries, decoded in pieces
     if counted is None:
         return None
     document, colons = counted

@@ -30,7 +30,9 @@ caller proves no key repeated by counting: the members of every object it visits
 (``members_within`` counts the rest and bounds nesting) against the ':' bytes of the
 file. Each member has its own ':' and a repeated key leaves the decoded objects fewer
 members than the file holds, so equal counts prove none repeated; a ':' inside a string
-only makes them differ, and then the second tier decides.
+only makes them differ, and then the second tier decides. ``decode_counted_apart`` gives
+the same document holding less at once (read_plan's: the entries cut out in pieces and
+decoded once the file's bytes are gone).
 
 Reading, second: msgspec decodes, and the result is trusted only when encoding it again gives
 the input bytes exactly; otherwise (None) the caller's strict reader runs. Where msgspec
