@@ -450,11 +450,14 @@ def _record_problems(
     calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
     calls += [s.call for s in (record.consume, record.gather) if s]
     calls += [record.rebuild_shortcut.lookup] if record.rebuild_shortcut else []
-    if record.rebuild_shortcut and record.rebuild_shortcut.inline not in INLINE_LOOPS:
+    inline = record.rebuild_shortcut.inline if record.rebuild_shortcut else ""
+    if inline not in INLINE_LOOPS:
         found.append(
-            f"{at}: rebuild_shortcut inline={record.rebuild_shortcut.inline!r} is no loop the "
-            f"kinds template writes ({', '.join(map(repr, INLINE_LOOPS))})"
+            f"{at}: rebuild_shortcut inline={inline!r} is no loop the kinds template writes "
+            f"({', '.join(map(repr, INLINE_LOOPS))})"
         )
+    elif inline and not (record.rebuild_shortcut and record.rebuild_shortcut.lookup):
+        found.append(f"{at}: rebuild_shortcut inline={inline!r} needs the lookup= it calls")
     calls += [record.gather.check] if record.gather else []
     if record.write_shortcut is not None:
         if name not in functions["freeze"]:
