@@ -338,3 +338,20 @@ def test_the_entries_are_decoded_in_pieces_to_the_document_decode_counted_gives(
     path.write_bytes(repeated)
     read, pair = both(path)
     assert read == pair and read[0] == "error" and "repeats the key 'layers.0'" in read[3]
+
+
+def test_an_entries_line_nested_elsewhere_is_not_cut_out_as_the_entries(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """The entries are found by their canonical opening line; a file whose other key holds
+    such a line (another layout can) is not read with that object as its entries: the rest
+    of the file, decoded, must hold the random placeholder at its top level."""
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(
+        '{"injections": [], "other": {\n  "param_plan": {\n    "m": {}\n  }}, '
+        '"param_plan": {}, "frozen_sharded_params": []}\n'
+    )
+    read, pair = both(path)
+    assert read == pair and read[0] == "plan"
+    assert shardplan.read_plan(path).modules == {}
+    assert fallbacks == [path, path]

@@ -48,6 +48,7 @@ from __future__ import annotations
 import json
 import marshal
 import re
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -275,12 +276,9 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
     return None if document is None else (document, data.count(b":"))
 
 
-# The top level, each member's value left encoded (msgspec.Raw: its syntax checked, its
-# bytes a view of the input).
-_ENCODED_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 # Where a member of an object at the document's second level ends and the next begins, in
-# the canonical layout (indent 2): a member of the object apart is cut there, never inside
-# a string (a string holds no raw newline).
+# the canonical layout (indent 2): the object apart is cut there, never inside a string (a
+# string holds no raw newline).
 _MEMBER_END = b"\n    },\n    \""
 _PIECES = 16  # the object apart is decoded in this many pieces, at most
 
@@ -289,29 +287,32 @@ def decode_counted_apart(
     data: bytes, apart: str
 ) -> tuple[dict[str, Any], list[bytes], int] | None:
     """``decode_counted``, holding less at once: the document but the object under the
-    top-level key ``apart`` (a plan's entries, most of the file), that object copied out
-    of ``data`` in pieces cut between its members, and the ':' bytes of ``data``. Once the
-    caller has dropped ``data``, ``decode_pieces`` decodes the pieces one by one, each
-    dropped once read: the file's bytes and the whole document are never held together,
-    and the read's peak is about the document and one piece. None where this tier cannot
-    say, as decode_counted."""
-    if not data.isascii():
+    top-level key ``apart`` (a plan's entries, most of the file), that object's text copied
+    out of ``data`` in pieces cut between its members, and the ':' bytes of ``data``. Once
+    the caller has dropped ``data``, ``decode_pieces`` decodes the pieces one by one, each
+    dropped once read: the file's bytes and the whole document are never held together.
+
+    The object is found by its canonical opening line and closing brace; the rest of the
+    file is decoded with a random string in its place, which the decoded document must
+    hold under ``apart`` at its top level (a file cannot hold a string it cannot know), so
+    the text cut out is that object's. A file of another layout is decoded whole (no
+    pieces). None where this tier cannot say, as decode_counted."""
+    if not data.isascii() or not apart.isascii():
         return None
-    paused = pause_collector()
-    try:
-        document: dict[str, Any] = {}
-        pieces: list[bytes] = []
-        for key, encoded in _ENCODED_MEMBERS.decode(data).items():
-            if key == apart:
-                pieces = _cut(bytes(encoded))
-                document[key] = {}
-            else:
-                document[key] = _ANY_LAYOUT_DECODER.decode(encoded)
-    except (msgspec.DecodeError, RecursionError, _Refused):
+    opening = b'\n  "' + apart.encode("ascii") + b'": {\n'
+    start = data.find(opening)
+    stop = data.find(b"\n  }", start) + 4 if start >= 0 else 0  # just past its "}"
+    if stop < 4:
+        whole = decode_counted(data)
+        return None if whole is None else (whole[0], [], whole[1])
+    start += len(opening) - 2  # at its "{"
+    placeholder = "\0" + secrets.token_hex(16)
+    rest = b"".join((data[:start], b'"\\u0000', placeholder[1:].encode(), b'"', data[stop:]))
+    document = _decoded_object(_ANY_LAYOUT_DECODER, rest)
+    if document is None or document.get(apart) != placeholder:
         return None
-    finally:
-        resume_collector(paused)
-    return document, pieces, data.count(b":")
+    document[apart] = {}
+    return document, _cut(data, start, stop), data.count(b":")
 
 
 def decode_pieces(document: dict[str, Any], apart: str, pieces: list[bytes]) -> bool:
@@ -336,20 +337,20 @@ def decode_pieces(document: dict[str, Any], apart: str, pieces: list[bytes]) -> 
     return True
 
 
-def _cut(text: bytes) -> list[bytes]:
-    """The object ``text`` as up to _PIECES objects of its members, in order: cut after a
-    member's end near each share of its length (one piece, the object itself, where the
-    layout has no such end)."""
-    if not (text.startswith(b"{") and text.endswith(b"}")):
-        return [text]  # no object: its decode says so
-    pieces, at, share = [], 1, len(text) // _PIECES + 1
+def _cut(data: bytes, start: int, stop: int) -> list[bytes]:
+    """The object ``data[start:stop]`` as up to _PIECES objects of its members, in order:
+    cut after a member's end near each share of its length."""
+    pieces, at, share = [], start + 1, (stop - start) // _PIECES + 1
+    text = memoryview(data)  # each piece copied once, by join
     while True:
-        end = text.find(_MEMBER_END, at + share)
+        end = data.find(_MEMBER_END, at + share, stop)
         if end < 0:
-            pieces.append(b"{" + text[at:])
+            pieces.append(b"".join((b"{", text[at:stop])))
             return pieces
-        pieces.append(b"{" + text[at : end + 6] + b"}")  # through the member's "}"
+        pieces.append(b"".join((b"{", text[at : end + 6], b"}")))  # through the member's "}"
         at = end + 12  # from the next member's opening quote
+
+
 def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str, Any] | None:
     """The object ``decoder`` reads from ASCII ``data``, collector paused (it builds a
     container per object: see collector.py); None for anything else: not JSON to msgspec

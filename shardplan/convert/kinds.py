@@ -485,16 +485,17 @@ def read_renamed(
 
 def consume_strings(value: Any) -> list[str]:
     """A JSON array of strings, adopted as it is; NotConsumed for anything else."""
-    if type(value) is list and all(type(item) is str for item in value):
-        return value
-    raise NotConsumed
+    if type(value) is not list:
+        raise NotConsumed
+    for item in value:  # a loop, not all(): these lists hold one or two names
+        if type(item) is not str:
+            raise NotConsumed
+    return value
 
 
 def consume_string_tuple(value: Any) -> tuple[str, ...]:
     """A JSON array of strings -> a tuple; NotConsumed for anything else."""
-    if type(value) is list and all(type(item) is str for item in value):
-        return tuple(value)
-    raise NotConsumed
+    return tuple(consume_strings(value))
 
 
 # An entry's or a rule's value sits below the document, param_plan or injections, and the
@@ -506,6 +507,12 @@ def counted(value: Any) -> int:
     """The members of the objects in an entry's or a rule's value, which the one pass
     takes through the rebuild function; NotConsumed if it nests deeper than the writer
     writes (meta.MAX_DOCUMENT_DEPTH, counted from the document's top)."""
+    if type(value) is dict:  # the common one, a Target: scalars under its keys
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                break
+        else:
+            return len(value)
     members = members_within(value, VALUE_LEVELS)
     if members is None:
         raise NotConsumed
