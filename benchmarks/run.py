@@ -6,7 +6,7 @@
 2. benchmarks/codec_choice.py: the JSON codecs measured for the choice of orjson to write
    and msgspec to read.
 3. Freeze and rebuild alone, collector off: generated vs the table-driven reference vs
-   the fastest hand-written version (the generated code's bound: 1.10x).
+   the fastest hand-written version (the generated code's goal: within 5%, 1.05x).
 4. benchmarks/review.py: `shardplan show` and `diff` on the 100,003-module plan, fresh
    processes, against a process that only loads the artifact.
 5. With --huge, about 500k modules: load + rebuild time and peak RSS, each in a fresh
@@ -47,6 +47,7 @@ from shardplan.table import plan_fields, spec_fields
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_PAGE = ROOT / "docs" / "bench-results.md"
 SIZES = {8: 301, 80: 61, 800: 9}  # layers -> timed rounds
+GENERATED_GOAL = 1.05  # generated freeze and rebuild within 5% of the hand-written code
 # Each module exposes freeze_param_plan, freeze_injections and rebuild_live_plan_from_meta.
 IMPLEMENTATIONS = {"generated": api, "reference": reference, "hand-written": handwritten}
 
@@ -370,6 +371,21 @@ def results_page(results: dict[str, Any], *, huge: bool) -> str:
             f"| {p['plan']} | {p['modules']:,} | {p['artifact_bytes'] / 2**20:.2f} "
             f"| {p['times_file']:.1f} | {p['bound']} | {'held' if p['held'] else 'EXCEEDED'} |"
         )
+    lines += [
+        "",
+        "## read_plan against the floor",
+        "",
+        f"Both under the collector pause; the goal ({paths.READ_RATIO_GOAL}x) applies from "
+        f"{paths.READ_RATIO_FROM_MODULES:,} modules. Reported, not enforced: times move with "
+        "the load stated above.",
+        "",
+        "| modules | read_plan / floor | goal | |",
+        "|---:|---:|---:|---|",
+    ]
+    for r in results["paths"]["read_ratios"]:
+        goal = "" if r["goal"] is None else f"{r['goal']}"
+        verdict = "" if r["goal"] is None else ("held" if r["held"] else "MISSED")
+        lines.append(f"| {r['modules']:,} | {r['ratio']:.2f} | {goal} | {verdict} |")
     codecs = results["codecs"]
     lines += [
         "",
@@ -411,7 +427,7 @@ def results_page(results: dict[str, Any], *, huge: bool) -> str:
         "## Freeze and rebuild alone",
         "",
         "Collector off; generated code against the table-driven reference and the hand-written "
-        "version.",
+        f"version (goal: gen / hand-written at most {GENERATED_GOAL}).",
         "",
         "| modules | | generated, us a module | gen / reference | gen / hand-written |",
         "|---:|---|---:|---:|---:|",

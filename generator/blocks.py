@@ -15,7 +15,7 @@ from .kinds import KindFacts
 from .table import DERIVED, Table, Tables
 
 if TYPE_CHECKING:
-    from shardplan.table.kinds import Crossing
+    from shardplan.table.kinds import Crossing, Gather
 
 # Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
 # a plan-level key the document does not hold. Imported where a block uses it.
@@ -96,7 +96,37 @@ class RebuildBlock:
     absent_test: str = ""
     default: str = ""
     call: str = ""  # the expression for any other value
+    inline: str = ""  # the kinds template's loop written for the shortcut, or ""
+    lookup: str = ""  # the inline loop's lookup function, as spelled
+    slow: str = ""  # the kind's own call, for a value the inline loop does not take
     check: str = ""  # a derived key: the statement strict runs on a present value
+    gather: str = ""  # the statement strict runs on a truthy rebuilt value: a derived key's part
+    calls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConsumeBlock:
+    """One entry or rule row in read_plan's one pass over a document it alone holds:
+    ``read`` binds ``value``; an absent key (``absent_test``) gives ``default``, a null
+    (where ``null``: freeze writes it for None) None; else the value is taken as it is where
+    ``types`` hold, else ``call`` gives the live value (``counted``, added to the members,
+    counts the objects in it); then the strict refusals and the derived key's ``gather``,
+    as the rebuild runs them. The pass has refused a null under any other key."""
+
+    comment: str = ""
+    read: str = ""
+    absent_test: str = ""
+    null: str = ""
+    target: str = ""
+    annotation: str = ""
+    default: str = ""
+    types: str = ""  # a type test whose values are taken as they are, or ""
+    call: str = ""  # the live value of any other present value
+    counted: str = ""  # the members of the objects the value holds, or "" (it holds none)
+    refuse_falsy: str = ""
+    refuse_default: str = ""
+    default_test: str = ""
+    gather: str = ""
     calls: tuple[str, ...] = ()
 
 
@@ -237,12 +267,26 @@ class BlockMaker:
             calls=self._calls(condition, frozen, otherwise),
         )
 
-    def rebuild(self, table: Table, row: Any) -> RebuildBlock:
+    def gather(self, row: Any, gathers: dict[str, Gather]) -> str:
+        """The statement that adds an entry row's rebuilt value to a derived key, or ""."""
+        gather = gathers.get(row.key) if row.group == self.param_plan_group else None
+        if gather is None:
+            return ""
+        return f"{self.w.spell(gather.call)}({self.w.fqn}, {row.name}, {self.w.gathered})"
+
+    def rebuild(self, table: Table, row: Any, gathers: dict[str, Gather]) -> RebuildBlock:
         """The row's rebuild assignment (or, derived, its strict check)."""
         crossing, w = table.crossing_of(row), self.w
         default = crossing.absent
         if table.roles[row.group] == DERIVED:
-            check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, {w.meta}.param_plan)"
+            gathering = crossing.rebuild_record.gather
+            if gathering is not None and gathering.key in gathers:  # gathered in the walk
+                check = (
+                    f"{w.spell(gathering.check)}({w.value}, {row.key!r}, {w.gathered}, "
+                    f"{w.meta}.param_plan)"
+                )
+            else:
+                check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, {w.meta}.param_plan)"
             return RebuildBlock(
                 comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
                 "rebuild refuses a stale one",
@@ -290,11 +334,14 @@ class BlockMaker:
         if crossing.written == "not default" and default != "None":
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
             default_test = _is_default(w, row.name, crossing)
-        call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
+        call = slow = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
         shortcut = crossing.rebuild_record.rebuild_shortcut
         types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
             call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
+        inline = shortcut.inline if shortcut and not (plan_level or crossing.null_is_none) else ""
+        lookup = w.spell(shortcut.lookup) if inline and shortcut else ""
+        gather = self.gather(row, gathers)
         return RebuildBlock(
             comment=comment,
             read=read,
@@ -309,10 +356,65 @@ class BlockMaker:
             absent_test=absent_test,
             default=default,
             call=call,
+            inline=inline,
+            lookup=lookup,
+            slow=slow,
+            gather=gather,
             calls=self._calls(
-                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, call
+                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, gather
             )
+            + self._calls(f"{lookup}({slow})" if inline else call)
             + (("UNSET",) if refuse_default else ()),
+        )
+
+    def consume(self, table: Table, row: Any, rebuilt: RebuildBlock) -> ConsumeBlock:
+        """An entry or rule row's block in read_plan's one pass: the record's consume
+        function where it has one, else the rebuild's shortcut types and function, the
+        members of what the latter takes counted (``rebuilt``: the row's rebuild block, for
+        its default test and gather). The key is read under its name only: an older name
+        fails the pass's key check, and the pair's path reads it."""
+        crossing, w = table.crossing_of(row), self.w
+        out, path, at = _SPEC_PLACES[row.group]
+        where = self._where(f"{w.spell(path)}({w.spell(at)})", row.key)
+        consume = crossing.rebuild_record.consume
+        types = counted = ""
+        if consume is None:
+            call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
+            shortcut = crossing.rebuild_record.rebuild_shortcut
+            if shortcut and shortcut.call:
+                call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
+            if shortcut and shortcut.exactly:
+                types = _type_test(w, shortcut.exactly)
+            counted = f"{w.counted}({w.value})"
+        elif consume.counted:
+            call, counted = w.value, f"{w.spell(consume.call)}({w.value})"
+        else:
+            call = f"{w.spell(consume.call)}({w.value})"
+        refuse_falsy = refuse_default = ""
+        if rebuilt.refuse_falsy:
+            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
+        if rebuilt.refuse_default:
+            refuse_default = f"{w.refuse_default}({w.value}, {where})"
+        tail, absent_test = "", f"{w.value} is None"
+        if crossing.null_is_none:  # null is None, an absent key the default
+            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
+        return ConsumeBlock(
+            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
+            read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
+            absent_test=absent_test,
+            null=f"{w.value} is None" if crossing.null_is_none else "",
+            target=row.name,
+            annotation=crossing.annotation,
+            default=crossing.absent,
+            types=types,
+            call=call,
+            counted=counted,
+            refuse_falsy=refuse_falsy,
+            refuse_default=refuse_default,
+            default_test=rebuilt.default_test,
+            gather=rebuilt.gather,
+            calls=self._calls(types, call, counted, refuse_falsy, refuse_default, rebuilt.gather)
+            + (("UNSET",) if tail else ()),
         )
 
 
@@ -322,6 +424,8 @@ class Blocks:
 
     freezes: dict[tuple[str, str], FreezeBlock]  # by (table, row)
     rebuilds: dict[tuple[str, str], RebuildBlock]
+    consumes: dict[tuple[str, str], ConsumeBlock]  # the spec table's rows, by (table, row)
+    gathers: bool  # whether the entries' walk gathers a derived key (w.gathered)
     # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
     # entry keys write_plan writes live, by the plan-wide check of their values.
     entry_shortcuts: dict[str, tuple[str, str]]
@@ -339,6 +443,10 @@ class Blocks:
         """The row's rebuild assignment."""
         return self.rebuilds[table.name, row.name]
 
+    def consume(self, table: Table, row: Any) -> ConsumeBlock:
+        """An entry or rule row's block in read_plan's one pass."""
+        return self.consumes[table.name, row.name]
+
     def annotation_names(self, table: Table) -> list[str]:
         """The names the annotations of ``table``'s crossing rows use that its class's module
         binds (generated rebuild imports them for the type checker; it imports Any itself)."""
@@ -348,10 +456,16 @@ class Blocks:
             names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         return sorted(names - _BUILTINS - {"Any"})
 
+    def inlined(self, table: Table) -> set[str]:
+        """The inline loops the rebuild of ``table``'s rows writes."""
+        return {self.rebuild(table, row).inline for row in table.keyed} - {""}
+
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
         """The kinds functions and shapes names the module of ``step`` imports, sorted."""
-        blocks = self.freezes if step == "freeze" else self.rebuilds
-        calls = {name for block in blocks.values() for name in block.calls}
+        blocks: list[Any] = list((self.freezes if step == "freeze" else self.rebuilds).values())
+        if step == "rebuild":
+            blocks += self.consumes.values()
+        calls = {name for block in blocks for name in block.calls}
         if step == "freeze":
             calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
             calls |= set(self.live_checks)
@@ -380,11 +494,17 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     rebuilds: dict[tuple[str, str], RebuildBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
+    consumes: dict[tuple[str, str], ConsumeBlock] = {}
     optional: set[str] = set()
+    gathers = _gathers(tables, form.GROUP_PARAM_PLAN)
     for table in tables:
         for row in table.keyed:
             freezes[table.name, row.name] = maker.freeze(table, row)
-            rebuilds[table.name, row.name] = maker.rebuild(table, row)
+            rebuilds[table.name, row.name] = maker.rebuild(table, row, gathers)
+            if row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED:
+                consumes[table.name, row.name] = maker.consume(
+                    table, row, rebuilds[table.name, row.name]
+                )
             parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
             if parameter:
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
@@ -397,4 +517,25 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
             top_level = top_level and table.roles[row.group] != DERIVED
             if top_level and table.crossing_of(row).written != "always":
                 optional.add(row.leaf)
-    return Blocks(freezes, rebuilds, shortcuts, checks, frozenset(optional), words)
+    return Blocks(
+        freezes, rebuilds, consumes, bool(gathers), shortcuts, checks, frozenset(optional), words
+    )
+
+
+def _gathers(tables: Tables, entries: str) -> dict[str, Gather]:
+    """The derived records gathered in the entries' walk, by the entry key they gather from
+    (a key no entry row has is derived by the record's check_ function instead)."""
+    keys = {row.key for table in tables for row in table.group(entries)}
+    found = {
+        gather.key: gather
+        for table in tables
+        for row in table.role(DERIVED)
+        if (gather := table.crossing_of(row).rebuild_record.gather) and gather.key in keys
+    }
+    if len(set(found.values())) > 1:
+        raise GeneratorError(
+            "the kinds gather more than one derived record in the entries' walk "
+            f"({', '.join(sorted(g.call for g in found.values()))}): one list holds what "
+            "it gathers; give one record a gather"
+        )
+    return found

@@ -97,6 +97,10 @@ class Table:
         retired = tuple(gone.key for gone in self.retired if gone.group == group)
         return (*(row.key for row in rows), *aliases, *retired)
 
+    def own_keys(self, group: str) -> tuple[str, ...]:
+        """The keys of ``group``'s rows under their own names: no older name, no retired key."""
+        return tuple(row.key for row in self.group(group))
+
     def null_keys(self, group: str) -> tuple[str, ...]:
         """The keys (and older names) of ``group`` that freeze may write null under: strict
         rebuild reads null there, and refuses it under every other key."""

@@ -4,8 +4,8 @@ It exposes the same four functions as the table-driven reference
 (``shardplan.reference``): ``freeze_plan``, ``freeze_param_plan``, ``freeze_injections``
 and ``rebuild_live_plan_from_meta``, so tests and benchmarks take either module as it
 is; ``rebuild_plan`` is the public name of the last. ``write_plan`` is
-``dump_meta(freeze_plan(plan), path)`` in one pass, and ``read_plan`` its pair,
-``rebuild_plan(load_meta(path))``.
+``dump_meta(freeze_plan(plan), path)`` in one pass, and ``read_plan`` its pair, the plan
+of ``rebuild_plan(load_meta(path))`` in one pass over the document it decodes.
 
 Before importing the generated modules (which load torch, seconds), this module checks
 they exist, so a missing one is reported at once with the command that makes it.
@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from generated.freeze import freeze_plan as _freeze_plan
     from generated.meta import CodegenMeta
     from generated.rebuild import _rebuild_live_plan_from_meta as _generated_rebuild
+    from generated.rebuild import consume_document
 else:  # under the generated package's name here: see shardplan.staleness
     _meta, _freeze, _rebuild = generated_modules("meta", "freeze", "rebuild")
     CodegenMeta = _meta.CodegenMeta
     freeze_for_writing, _freeze_plan = _freeze.freeze_for_writing, _freeze.freeze_plan
     freeze_injections, freeze_param_plan = _freeze.freeze_injections, _freeze.freeze_param_plan
     _generated_rebuild = _rebuild._rebuild_live_plan_from_meta
+    consume_document = _rebuild.consume_document
 
 # After the check on purpose: these imports are the expensive part.
 import os
@@ -35,11 +37,12 @@ from pathlib import Path
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.atomic import atomic_write_bytes
-from shardplan.artifact.meta import file_path, load_meta, meta_to_bytes
+from shardplan.artifact.meta import file_path, load_meta, meta_to_bytes, read_counted
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
 from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
 from shardplan.errors import MetaError, check_argument
+from shardplan.table.format import GROUP_PARAM_PLAN
 from shardplan.table.spec import ShardingPlan
 
 
@@ -123,12 +126,40 @@ def read_plan(path: str | Path, *, allow_targets: AllowTargets = ()) -> Sharding
     error (a MetaError naming the place, the file's defect or the path's). The pair of
     ``write_plan``. Targets are admitted only under ``allow_targets``
     (rebuild_live_plan_from_meta). Automatic garbage collection is paused for the call
-    (shardplan.collector)."""
+    (shardplan.collector).
+
+    One pass (``generated.rebuild.consume_document``) rebuilds the plan from the document
+    it decoded, which nobody else holds: its placement tables parsed in place, its arrays
+    of strings adopted. Its members, counted, must equal the file's ':' bytes (then no key
+    repeated: docs/artifacts.md). Anything else, a mismatch or an error, takes the pair's
+    path from scratch, which gives the plan or names the defect."""
     paused = pause_collector()
     try:
-        return rebuild_plan(load_meta(path), allow_targets=allow_targets)
+        plan = _read_consumed(file_path(path), allow_targets)
+        if plan is None:
+            plan = rebuild_plan(load_meta(path), allow_targets=allow_targets)
+        return plan
     finally:
         resume_collector(paused)
+
+
+def _read_consumed(path: Path, allow_targets: AllowTargets) -> ShardingPlan | None:
+    """The plan of read_plan's one pass, or None where the pair's path must decide. The
+    file is refused as load_meta refuses it, with its MetaError."""
+    counted = read_counted(path, GROUP_PARAM_PLAN)  # the entries, decoded in pieces
+    if counted is None:
+        return None
+    document, colons = counted
+    del counted  # the pass converts the document: no other name may hold it
+    try:
+        token = begin_rebuild(allow_targets)
+        try:
+            plan, members = consume_document(document)
+        finally:
+            end_rebuild(token)
+    except Exception:  # noqa: BLE001 - the pair's path gives the plan or its own error
+        return None
+    return plan if members == colons else None
 
 
 __all__ = [

@@ -160,3 +160,199 @@ def test_a_damaged_file_gives_read_plan_and_the_pair_the_same_plan_or_the_same_e
     path.write_bytes(damaged(raw, random.Random(seed)))
     read, pair = both(path)
     assert read == pair
+
+
+# ------------------------------------------------------------------ the one pass and its way back
+
+
+@pytest.fixture
+def fallbacks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths read_plan reads again on the pair's path (its fallback), as it reads them."""
+    taken: list[Path] = []
+    pair_reader = api.load_meta
+
+    def counting(path: Any, **kwargs: Any) -> Any:
+        taken.append(Path(path))
+        return pair_reader(path, **kwargs)
+
+    monkeypatch.setattr(api, "load_meta", counting)
+    return taken
+
+
+def test_the_one_pass_reads_every_canonical_artifact_without_the_pairs_path(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """The 300 older artifacts, the producers' corpus and a file write_plan wrote are all
+    read by the consuming pass: were it never taken (or always given up), the pair's path
+    would read each of them again."""
+    with tarfile.open(CORPUS / "drawn_before_one_vocabulary.tar.xz", mode="r:xz") as archive:
+        members = [m for m in archive.getmembers() if m.isfile()]
+        artifacts = [archive.extractfile(m).read() for m in members]  # type: ignore[union-attr]
+    for number, data in enumerate(artifacts):
+        path = tmp_path / f"older-{number}.json"
+        path.write_bytes(data)
+        shardplan.read_plan(path, allow_targets=TRUSTED)
+    for path in CORPUS_FILES:
+        shardplan.read_plan(path, allow_targets=PRODUCERS)
+    written = tmp_path / "written.json"
+    shardplan.write_plan(strategies.random_plan(5), written)
+    shardplan.read_plan(written, allow_targets=TRUSTED)
+    assert fallbacks == []
+
+
+def _entry_file(tmp_path: Path, text: str) -> Path:
+    """A file of one module whose entry's text is ``text`` (written by hand, so a key can
+    repeat), in the indented layout or any other."""
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(
+        '{"param_plan": {"m": {' + text + '}}, "injections": [], "frozen_sharded_params": []}\n'
+    )
+    return path
+
+
+def test_a_repeated_key_is_found_by_the_count_and_named_by_the_pair(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """msgspec keeps the last of two equal keys; the decoded entry then has one member fewer
+    than the file's ':' bytes, so the pass's plan is not used."""
+    path = _entry_file(tmp_path, '"is_boundary": true, "is_boundary": false')
+    read, pair = both(path)
+    assert read == pair and read[0] == "error" and "repeats the key 'is_boundary'" in read[3]
+    assert fallbacks == [path]
+
+
+def test_a_colon_inside_a_string_sends_the_file_to_the_pair_which_reads_it(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    path = tmp_path / "codegen_meta.json"
+    plan = strategies.random_plan(2)
+    plan.other_keys = {"note": "a:b, and \\u003a too"}
+    shardplan.write_plan(plan, path)
+    read, pair = both(path)
+    assert read == pair and read[0] == "plan"
+    assert fallbacks == [path]
+
+
+def test_nesting_past_the_writers_depth_is_refused_as_the_pair_refuses_it(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """Lists hold no members, so the count cannot see depth: the pass bounds it itself, in
+    the values it walks and those it only counts (an other producer's key, a rule's object)."""
+    for deep in ("[" * 600 + "]" * 600, '{"a": ' * 600 + "1" + "}" * 600):
+        path = tmp_path / "codegen_meta.json"
+        path.write_text('{"injections": [], "other": ' + deep + ', "param_plan": {}}\n')
+        read, pair = both(path)
+        assert read == pair and read[0] == "error", read
+        path.write_text(
+            '{"injections": [{"match": "m", "ep_stack": {"x": ' + deep + "}}], "
+            '"param_plan": {"m": {}}}\n'
+        )
+        read, pair = both(path)
+        assert read == pair and read[0] == "error", read
+    assert len(fallbacks) == 4
+
+
+def test_a_compact_file_is_read_by_the_pass_and_a_raw_utf8_one_by_the_pair(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """Any layout of ASCII JSON is the pass's (each member has its ':'); raw UTF-8 text is
+    left to the pair's reader, which reads or names it."""
+    plan = strategies.random_plan(3)
+    plan.other_keys = {"note": "modèle"}
+    written = tmp_path / "written.json"
+    shardplan.write_plan(plan, written)
+    compact = tmp_path / "compact.json"
+    compact.write_text(json.dumps(json.loads(written.read_bytes()), separators=(",", ":")))
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(json.loads(written.read_bytes()), ensure_ascii=False), "utf-8")
+    for path in (written, compact, raw):
+        read, pair = both(path)
+        assert read == pair and read[0] == "plan"
+    assert fallbacks == [raw]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('"ep_stack": {"n": NaN}', "not valid JSON"),
+        ('"ep_stack": {"n": 1e400}', "overflows"),
+        ('"ep_stack": {"n": 123456789012345678901234567890}', ""),
+    ],
+    ids=["nan", "1e400", "int-beyond-64-bits"],
+)
+def test_numbers_the_writer_refuses_are_refused_and_big_ints_read_exactly(
+    tmp_path: Path, fallbacks: list[Path], text: str, fragment: str
+) -> None:
+    """NaN and 1e400 never reach the pass (its decoder refuses them, and the pair's reader
+    names them); an int beyond 64 bits is read by the pass, exactly."""
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(
+        '{"injections": [{"match": "m", ' + text + '}], "param_plan": {"m": {}}, '
+        '"frozen_sharded_params": []}\n'
+    )
+    read, pair = both(path)
+    assert read == pair
+    if fragment:
+        assert read[0] == "error" and fragment in read[3]
+        assert fallbacks == [path]
+    else:
+        assert read[0] == "plan" and fallbacks == []
+        plan = shardplan.read_plan(path)
+        assert plan.modules["m"]._ep_stack == {"n": 123456789012345678901234567890}
+
+
+def test_a_failed_pass_leaves_nothing_half_converted_behind(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """A defect met after placement tables were parsed in place: the pair reads the file
+    again from scratch, so its error is the one it names on its own."""
+    path = _entry_file(tmp_path, '"params": {"w": {"tp": "S(0)"}}, "in_src": {"x": {"tp": "S(x)"}}')
+    read, pair = both(path)
+    assert read == pair and read[:3] == ("error", MetaError, 'param_plan["m"].in_src["x"]["tp"]')
+    assert fallbacks == [path]
+
+
+def test_the_entries_are_decoded_in_pieces_to_the_document_decode_counted_gives(
+    tmp_path: Path,
+) -> None:
+    """The pass's document is decode_counted's, though its entries are cut into pieces (so
+    the file's bytes go before the whole document is built); an entry key repeated in
+    another piece is kept once, and the count says so."""
+    from shardplan.artifact import jsoncodec
+
+    path = tmp_path / "codegen_meta.json"
+    plan = strategies.random_plan(7)
+    plan.modules = {f"layers.{n}": spec for n in range(400) for spec in plan.modules.values()}
+    shardplan.write_plan(plan, path)
+    data = path.read_bytes()
+    cut = jsoncodec.decode_counted_apart(data, "param_plan")
+    assert cut is not None
+    document, pieces, colons = cut
+    assert len(pieces) > 8  # cut between entries, not decoded whole
+    assert jsoncodec.decode_pieces(document, "param_plan", pieces) and pieces == []
+    assert (document, colons) == jsoncodec.decode_counted(data)
+    first = data.index(b'    "layers.0": {')
+    entry = data[first : data.index(b"\n    },\n", first) + 8]
+    end = data.index(b"\n  }", data.index(b'"param_plan"'))  # the entries' object closes
+    repeated = data[:end] + b",\n" + entry.rstrip(b",\n") + data[end:]
+    assert json.loads(repeated)  # still JSON: "layers.0" given twice, in pieces apart
+    path.write_bytes(repeated)
+    read, pair = both(path)
+    assert read == pair and read[0] == "error" and "repeats the key 'layers.0'" in read[3]
+
+
+def test_an_entries_line_nested_elsewhere_is_not_cut_out_as_the_entries(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """The entries are found by their canonical opening line; a file whose other key holds
+    such a line (another layout can) is not read with that object as its entries: the rest
+    of the file, decoded, must hold the random placeholder at its top level."""
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(
+        '{"injections": [], "other": {\n  "param_plan": {\n    "m": {}\n  }}, '
+        '"param_plan": {}, "frozen_sharded_params": []}\n'
+    )
+    read, pair = both(path)
+    assert read == pair and read[0] == "plan"
+    assert shardplan.read_plan(path).modules == {}
+    assert fallbacks == [path, path]

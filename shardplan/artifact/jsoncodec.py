@@ -30,7 +30,9 @@ caller proves no key repeated by counting: the members of every object it visits
 (``members_within`` counts the rest and bounds nesting) against the ':' bytes of the
 file. Each member has its own ':' and a repeated key leaves the decoded objects fewer
 members than the file holds, so equal counts prove none repeated; a ':' inside a string
-only makes them differ, and then the second tier decides.
+only makes them differ, and then the second tier decides. ``decode_counted_apart`` gives
+the same document holding less at once (read_plan's: the entries cut out in pieces and
+decoded once the file's bytes are gone).
 
 Reading, second: msgspec decodes, and the result is trusted only when encoding it again
 gives the input bytes exactly; otherwise (None) the caller's strict reader runs. orjson
@@ -52,6 +54,7 @@ from __future__ import annotations
 import json
 import marshal
 import re
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -313,6 +316,81 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
         return None  # raw UTF-8 and invalid bytes: the strict reader reads or names them
     document = _decoded_object(_ANY_LAYOUT_DECODER, data)
     return None if document is None else (document, data.count(b":"))
+
+
+# Where a member of an object at the document's second level ends and the next begins, in
+# the canonical layout (indent 2): the object apart is cut there, never inside a string (a
+# string holds no raw newline).
+_MEMBER_END = b"\n    },\n    \""
+_PIECES = 16  # the object apart is decoded in this many pieces, at most
+
+
+def decode_counted_apart(
+    data: bytes, apart: str
+) -> tuple[dict[str, Any], list[bytes], int] | None:
+    """``decode_counted``, holding less at once: the document but the object under the
+    top-level key ``apart`` (a plan's entries, most of the file), that object's text copied
+    out of ``data`` in pieces cut between its members, and the ':' bytes of ``data``. Once
+    the caller has dropped ``data``, ``decode_pieces`` decodes the pieces one by one, each
+    dropped once read: the file's bytes and the whole document are never held together.
+
+    The object is found by its canonical opening line and closing brace; the rest of the
+    file is decoded with a random string in its place, which the decoded document must
+    hold under ``apart`` at its top level (a file cannot hold a string it cannot know), so
+    the text cut out is that object's. A file of another layout is decoded whole (no
+    pieces). None where this tier cannot say, as decode_counted."""
+    if not data.isascii() or not apart.isascii():
+        return None
+    opening = b'\n  "' + apart.encode("ascii") + b'": {\n'
+    start = data.find(opening)
+    stop = data.find(b"\n  }", start) + 4 if start >= 0 else 0  # just past its "}"
+    if stop < 4:
+        whole = decode_counted(data)
+        return None if whole is None else (whole[0], [], whole[1])
+    start += len(opening) - 2  # at its "{"
+    placeholder = "\0" + secrets.token_hex(16)
+    rest = b"".join((data[:start], b'"\\u0000', placeholder[1:].encode(), b'"', data[stop:]))
+    document = _decoded_object(_ANY_LAYOUT_DECODER, rest)
+    if document is None or document.get(apart) != placeholder:
+        return None
+    document[apart] = {}
+    return document, _cut(data, start, stop), data.count(b":")
+
+
+def decode_pieces(document: dict[str, Any], apart: str, pieces: list[bytes]) -> bool:
+    """Decode the pieces ``decode_counted_apart`` cut, into ``document[apart]``, emptying
+    ``pieces`` as it goes (each piece's bytes go once read). False where this tier cannot
+    say: a piece that is no object (a cut the layout does not allow, not between two
+    members), or what decode_counted refuses. A key repeated across pieces is kept once,
+    and the members the caller counts fall short of the ':' bytes, as for any repeat."""
+    members = document.get(apart)
+    paused = pause_collector()
+    try:
+        pieces.reverse()  # popped from the end, in the file's order
+        while pieces:
+            found = _ANY_LAYOUT_DECODER.decode(pieces.pop())
+            if type(found) is not dict or type(members) is not dict:
+                return False
+            members.update(found)
+    except (msgspec.DecodeError, RecursionError, _Refused):
+        return False
+    finally:
+        resume_collector(paused)
+    return True
+
+
+def _cut(data: bytes, start: int, stop: int) -> list[bytes]:
+    """The object ``data[start:stop]`` as up to _PIECES objects of its members, in order:
+    cut after a member's end near each share of its length."""
+    pieces, at, share = [], start + 1, (stop - start) // _PIECES + 1
+    text = memoryview(data)  # each piece copied once, by join
+    while True:
+        end = data.find(_MEMBER_END, at + share, stop)
+        if end < 0:
+            pieces.append(b"".join((b"{", text[at:stop])))
+            return pieces
+        pieces.append(b"".join((b"{", text[at : end + 6], b"}")))  # through the member's "}"
+        at = end + 12  # from the next member's opening quote
 
 
 def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str, Any] | None:

@@ -260,17 +260,23 @@ def _read_meta(path: Path, max_bytes: int, given: bool) -> CodegenMeta:
 
 
 def read_counted(
-    path: str | Path, max_bytes: int | None = None
+    path: str | Path, apart: str, max_bytes: int | None = None
 ) -> tuple[dict[str, Any], int] | None:
-    """The first tier of a read (jsoncodec.decode_counted) for a reader whose own pass
-    visits every object: the document of the file at ``path`` and its ':' bytes, or None
-    where that tier cannot say (load_meta's path then decides). The file is refused as
-    load_meta refuses it, with the same MetaError; running out of memory is None, so
-    load_meta's path says so. The document is the caller's: nobody else holds it."""
+    """The first tier of a read (jsoncodec.decode_counted_apart) for a reader whose own
+    pass visits every object: the document of the file at ``path`` and its ':' bytes, the
+    object under the top-level key ``apart`` decoded in pieces once the file's bytes are
+    gone; or None where that tier cannot say (load_meta's path then decides). The file is
+    refused as load_meta refuses it, with the same MetaError; running out of memory is
+    None, so load_meta's path says so. The document is the caller's: nobody else holds it."""
     if max_bytes is None:
         max_bytes = MAX_FILE_BYTES
     try:
-        return jsoncodec.decode_counted(_read_regular_file(Path(path), max_bytes))
+        cut = jsoncodec.decode_counted_apart(_read_regular_file(Path(path), max_bytes), apart)
+        if cut is None:  # the file's bytes are gone here, whatever the answer
+            return None
+        document, pieces, colons = cut
+        del cut
+        return (document, colons) if jsoncodec.decode_pieces(document, apart, pieces) else None
     except MemoryError:
         return None
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from shardplan.artifact.jsoncodec import members_within
+from shardplan.artifact.meta import MAX_DOCUMENT_DEPTH
 from shardplan.convert.json_values import MAX_DEPTH, TooDeep, json_copy, raise_if_unwritable
+from shardplan.convert.placements import NotConsumed
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -141,6 +144,20 @@ def _copied(value: Any, path: str, depth: int) -> Any:
             path,
             f"the value nests deeper than freeze writes ({MAX_DEPTH} levels, counted from the document's top)",
         ) from None
+
+
+def members_beside(document: dict[str, Any], walked: tuple[str, ...]) -> int:
+    """The members of the document and of every object in its top-level values but those
+    under ``walked`` (which read_plan's one pass counts as it walks them); NotConsumed if a
+    value nests deeper than the writer writes (MAX_DOCUMENT_DEPTH, the document level 1)."""
+    members = len(document)
+    for key, value in document.items():
+        if key not in walked:
+            found = members_within(value, MAX_DOCUMENT_DEPTH - 1)
+            if found is None:
+                raise NotConsumed
+            members += found
+    return members
 
 
 def rules_in_order(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:

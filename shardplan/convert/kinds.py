@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from torch.distributed.tensor import Placement, Replicate
 
+from shardplan.artifact.jsoncodec import members_within
+from shardplan.artifact.meta import MAX_DOCUMENT_DEPTH
 from shardplan.convert import placements, trust
 from shardplan.convert.json_values import copied_json, frozen_strings, json_copy
 from shardplan.convert.placements import (
@@ -40,7 +42,7 @@ from shardplan.errors import (
 from shardplan.table.format import TARGET_KEY
 
 if TYPE_CHECKING:
-    from shardplan.table.spec import Scalar
+    from shardplan.table.spec import PlacementMap, Scalar
 
 # ------------------------------------------------------------ freeze: live -> JSON
 #
@@ -425,6 +427,10 @@ def check_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> N
 # The placement tables' shortcuts live with their fast paths; generated code imports them from here.
 common_frozen_table = placements.common_frozen_table
 common_parsed_table = placements.common_parsed_table
+consume_placements = placements.consume_placement_table
+# A text's parsed placement, None for a text not parsed yet: generated rebuild's inline loop.
+cached_placement = placements._PARSED.get
+NotConsumed = placements.NotConsumed
 # The writer's shortcut (write_plan): the live table, checked for the whole plan at once,
 # its placements written through written_text.
 writable_table = placements.writable_table
@@ -468,3 +474,68 @@ def read_renamed(
         )
     name = present[0] if present else key
     return obj.get(name, missing), field_path(path, name)
+
+
+# ------------------------------------------------------- read_plan's one pass
+#
+# The records' consume functions (shardplan.table.kinds.Consume): each takes a value of a
+# document read_plan decoded and alone holds, as the rebuild function would read it, and
+# raises NotConsumed for anything else (the read then takes the pair's path).
+
+
+def consume_strings(value: Any) -> list[str]:
+    """A JSON array of strings, adopted as it is; NotConsumed for anything else."""
+    if type(value) is not list:
+        raise NotConsumed
+    for item in value:  # a loop, not all(): these lists hold one or two names
+        if type(item) is not str:
+            raise NotConsumed
+    return value
+
+
+def consume_string_tuple(value: Any) -> tuple[str, ...]:
+    """A JSON array of strings -> a tuple; NotConsumed for anything else."""
+    return tuple(consume_strings(value))
+
+
+# An entry's or a rule's value sits below the document, param_plan or injections, and the
+# entry or rule: the levels the writer's bound leaves it.
+VALUE_LEVELS = MAX_DOCUMENT_DEPTH - 3
+
+
+def counted(value: Any) -> int:
+    """The members of the objects in an entry's or a rule's value, which the one pass
+    takes through the rebuild function; NotConsumed if it nests deeper than the writer
+    writes (meta.MAX_DOCUMENT_DEPTH, counted from the document's top)."""
+    if type(value) is dict:  # the common one, a Target: scalars under its keys
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                break
+        else:
+            return len(value)
+    members = members_within(value, VALUE_LEVELS)
+    if members is None:
+        raise NotConsumed
+    return members
+
+
+def gather_sharded(fqn: str, table: PlacementMap, gathered: list[str]) -> None:
+    """Derived in the rebuild's one walk: append to ``gathered`` the FQN of each parameter
+    of a module's rebuilt params table with any axis not replicated (sorted and compared
+    with frozen_sharded_params at the end, as check_sharded_params would derive it)."""
+    prefix = f"{fqn}." if fqn else ""
+    for param, named in table.items():
+        for placement in named.values():
+            if type(placement) is not Replicate:
+                gathered.append(prefix + param)
+                break
+
+
+def compare_sharded_params(
+    value: Any, path: str, gathered: list[str], param_plan: Any
+) -> None:
+    """Strict rebuild: refuse a frozen_sharded_params other than ``gathered`` (the walk's),
+    with check_sharded_params' message."""
+    gathered.sort()
+    if type(value) is not list or value != gathered:
+        check_sharded_params(value, path, param_plan)

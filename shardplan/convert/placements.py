@@ -291,6 +291,46 @@ def common_parsed_table(obj: object) -> dict[str, dict[str, Placement]] | None:
     return parsed
 
 
+class NotConsumed(Exception):
+    """A value read_plan's one pass does not take: the read starts again on the pair's
+    path (load_meta, then rebuild), which accepts the file or names its defect."""
+
+
+def _parsed_text(text: object) -> Placement:
+    """The placement of a text not cached yet, cached when it is the canonical text;
+    NotConsumed for a value that is no placement text (the pair's path names it)."""
+    if type(text) is not str:
+        raise NotConsumed
+    try:
+        placement = parse_placement(text)
+    except MetaError:
+        raise NotConsumed from None
+    if placement_to_string(placement) == text and len(_PARSED) < _CACHE_LIMIT:
+        _PARSED[text] = placement
+    return placement
+
+
+def consume_placement_table(obj: object) -> int:
+    """Parse a placement table of a document read_plan alone holds, in place: its dicts
+    become the live table's, each text replaced by its placement. Gives the members of its
+    objects (counted against the file's ':' bytes); NotConsumed for anything else. Its
+    keys come from JSON, so they are str: no key is tested, and what is not an object of
+    objects fails on its own (no ``items``, unhashable, no ``len``)."""
+    if type(obj) is not dict:
+        raise NotConsumed
+    cached = _PARSED.get
+    members = len(obj)
+    try:
+        for named in obj.values():
+            members += len(named)
+            for axis, text in named.items():
+                placement = cached(text)
+                named[axis] = _parsed_text(text) if placement is None else placement
+    except (TypeError, AttributeError):
+        raise NotConsumed from None
+    return members
+
+
 def parse_placement_table(obj: object, path: str) -> dict[str, dict[str, Placement]]:
     """``{name: {axis: text}}`` -> ``{name: {axis: placement}}``; ``{}`` stays ``{}``."""
     parsed = common_parsed_table(obj)

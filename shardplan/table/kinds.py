@@ -47,6 +47,11 @@ class Shortcut:
 
     call: str = ""
     exactly: tuple[type, ...] = ()
+    # The loop of the kinds template that writes ``call`` out in place, so the rebuild calls
+    # no function for the common value: "placement_table" (a dict of str names to dicts of
+    # str axes to texts ``lookup`` gives the placement of; None for a text it has not seen).
+    inline: str = ""
+    lookup: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,31 @@ class WriteShortcut:
     check: str
 
 
+@dataclass(frozen=True)
+class Consume:
+    """How read_plan's one pass takes a value of the document it decoded and alone holds
+    (JSON types, str keys): ``call(value)`` takes everything the rebuild function accepts,
+    the document's own containers where it can, and raises NotConsumed for the rest (the
+    read then starts again on the pair's path, which names the defect). ``counted``: it
+    converts the value in place, which becomes the live value, and gives the members of
+    the objects in it; else it gives the live value, which holds no object."""
+
+    call: str
+    counted: bool = False
+
+
+@dataclass(frozen=True)
+class Gather:
+    """A derived record gathered in the rebuild's one walk: for the entry row under ``key``,
+    ``call(fqn, live_value, gathered)`` appends what the row's rebuilt value contributes,
+    and strict rebuild runs ``check(value, path, gathered, param_plan)`` on the key's value
+    instead of the record's check_ function (the same refusal, without a second walk)."""
+
+    key: str
+    call: str
+    check: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Record:
     """What one conversion means: ``shows`` and ``schema`` are how generated/fields.md names
@@ -69,7 +99,8 @@ class Record:
     (tests/test_closure.py checks each pair; a row pairing its freeze with another rebuild
     has its value read back at freeze by ``admit``). The shortcuts, one a step, and the
     writer's are optional (tests/test_kinds_declared.py checks they give what the
-    functions give)."""
+    functions give); so are ``consume`` (read_plan's one pass) and, for a derived record,
+    ``gather``."""
 
     shows: str
     schema: dict[str, Any]
@@ -78,6 +109,8 @@ class Record:
     freeze_shortcut: Shortcut | None = None
     rebuild_shortcut: Shortcut | None = None
     write_shortcut: WriteShortcut | None = None
+    consume: Consume | None = None
+    gather: Gather | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +141,9 @@ class KindName:
     rebuild: Reads | None = None
 
 
+# The loops templates/kinds.j2 writes in place of a rebuild shortcut's call ("": none).
+INLINE_LOOPS = ("", "placement_table")
+
 # A record without a freeze_<name> function is read only (name_tuple, int_or_true).
 KINDS: dict[str, Record] = {
     "placements": Record(
@@ -116,8 +152,11 @@ KINDS: dict[str, Record] = {
         held_as="dict[str, dict[str, dict[str, str]]]",
         reads_back=("placements",),
         freeze_shortcut=Shortcut(call="common_frozen_table"),
-        rebuild_shortcut=Shortcut(call="common_parsed_table"),
+        rebuild_shortcut=Shortcut(
+            call="common_parsed_table", inline="placement_table", lookup="cached_placement"
+        ),
         write_shortcut=WriteShortcut("writable_table", "live_tables_writable"),
+        consume=Consume("consume_placements", counted=True),
     ),
     "names": Record(
         shows="array of strings",
@@ -126,12 +165,14 @@ KINDS: dict[str, Record] = {
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
+        consume=Consume("consume_strings"),
     ),
     "name_tuple": Record(
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
         rebuild_shortcut=Shortcut(call="common_string_tuple"),
+        consume=Consume("consume_string_tuple"),
     ),
     "scalar": Record(
         shows="string, number or boolean",
@@ -203,6 +244,7 @@ KINDS: dict[str, Record] = {
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
         reads_back=("sharded_params",),
+        gather=Gather(key="params", call="gather_sharded", check="compare_sharded_params"),
     ),
 }
 
@@ -424,11 +466,22 @@ def _record_problems(
         if shortcut is not None and name not in functions[step]:
             found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
     calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
+    calls += [s.call for s in (record.consume, record.gather) if s]
+    calls += [record.rebuild_shortcut.lookup] if record.rebuild_shortcut else []
+    inline = record.rebuild_shortcut.inline if record.rebuild_shortcut else ""
+    if inline not in INLINE_LOOPS:
+        found.append(
+            f"{at}: rebuild_shortcut inline={inline!r} is no loop the kinds template writes "
+            f"({', '.join(map(repr, INLINE_LOOPS))})"
+        )
+    elif inline and not (record.rebuild_shortcut and record.rebuild_shortcut.lookup):
+        found.append(f"{at}: rebuild_shortcut inline={inline!r} needs the lookup= it calls")
+    calls += [record.gather.check] if record.gather else []
     if record.write_shortcut is not None:
         if name not in functions["freeze"]:
             found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
         calls += [record.write_shortcut.live, record.write_shortcut.check]
-    undefined = [call for call in calls if call not in defined]
+    undefined = [call for call in calls if call and call not in defined]
     return found + [f"{at}: shortcut {c!r} is no function the module defines" for c in undefined]
 
 
