@@ -198,7 +198,7 @@ def malformed_meta_documents(draw: st.DrawFn, bases: st.SearchStrategy[Any] | No
 
 
 # ------------------------------------------------------------------ seeded plans
-# Drawing a plan field by field costs Hypothesis ~10-30 ms; 1,000 examples a property
+# Drawing a plan field by field costs Hypothesis ~10-30 ms; hundreds of examples a property
 # (CI) would take minutes each, 50,000 (make fuzz) hours. Seeded plans are built by
 # random.Random from one drawn integer: the same value pools, two orders of magnitude
 # cheaper, and a failure is replayed from its seed. The shrinkable strategies above run
@@ -422,7 +422,7 @@ def random_plan(seed: int) -> ShardingPlan:
 
 def plan_source() -> st.SearchStrategy[ShardingPlan]:
     """The plans of the properties: built by ``random_plan`` from one drawn seed (about
-    0.2 ms a plan, against ~20 ms for a field-by-field draw), so CI affords 1,000 examples
+    0.2 ms a plan, against ~20 ms for a field-by-field draw), so CI affords hundreds of examples
     a property and ``make fuzz`` 50,000. A failure replays from its seed. The shrinkable
     ``plans()`` runs too, in tests/test_fidelity.py's drawn-plan properties."""
     return st.integers(0, 2**64).map(random_plan)
