@@ -21,7 +21,7 @@ settings.register_profile("ci", max_examples=300, deadline=None, suppress_health
 settings.register_profile(
     "fuzz", max_examples=50_000, deadline=None, suppress_health_check=_SLOW_DRAWS
 )
-settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=_SLOW_DRAWS)
+settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=_SLOW_DRAWS)
 # The suite the weekly-flow test runs in its edited copy (tests/test_weekly_flow.py): it shows
 # that no test breaks on a user's rows (every drawn plan holds every row); the depth of the
 # properties is this suite's own.
