@@ -36,6 +36,7 @@ from shardplan.artifact.meta import (
     meta_to_dict,
     meta_to_json,
 )
+from shardplan.convert.json_values import members_within
 from shardplan.errors import MetaError
 from tests.helpers import CORPUS_FILES
 
@@ -181,7 +182,7 @@ def counted(raw: bytes) -> Any | None:
     if found is None:
         return None
     document, colons = found
-    return document if jsoncodec.members_within(document, MAX_DOCUMENT_DEPTH) == colons else None
+    return document if members_within(document, MAX_DOCUMENT_DEPTH) == colons else None
 
 
 def strictly(raw: bytes) -> Any:
@@ -260,7 +261,7 @@ def test_the_counted_tier_bounds_nesting_in_a_compact_file() -> None:
 def test_a_colon_in_a_string_sends_the_file_to_the_second_tier() -> None:
     raw = b'{"url":"https://example.org"}'
     document, colons = jsoncodec.decode_counted(raw) or ({}, 0)
-    assert (jsoncodec.members_within(document, 2), colons) == (1, 2)
+    assert (members_within(document, 2), colons) == (1, 2)
 
 
 # ------------------------------------------------------------------ the fast path is taken

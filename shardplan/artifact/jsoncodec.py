@@ -27,7 +27,7 @@ msgspec decodes any layout of ASCII JSON, with a float hook that refuses what ov
 (``1e400``); it refuses NaN and Infinity (not JSON to msgspec) and reads ints beyond 64
 bits exactly, as the standard library does. It keeps the last of two equal keys, so the
 caller proves no key repeated by counting: the members of every object it visits
-(``members_within`` counts the rest and bounds nesting) against the ':' bytes of the
+(``json_values.members_within`` counts the rest and bounds nesting) against the ':' bytes of the
 file. Each member has its own ':' and a repeated key leaves the decoded objects fewer
 members than the file holds, so equal counts prove none repeated; a ':' inside a string
 only makes them differ, and then the second tier decides. ``decode_counted_apart`` gives
@@ -321,13 +321,11 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
 # Where a member of an object at the document's second level ends and the next begins, in
 # the canonical layout (indent 2): the object apart is cut there, never inside a string (a
 # string holds no raw newline).
-_MEMBER_END = b"\n    },\n    \""
+_MEMBER_END = b'\n    },\n    "'
 _PIECES = 16  # the object apart is decoded in this many pieces, at most
 
 
-def decode_counted_apart(
-    data: bytes, apart: str
-) -> tuple[dict[str, Any], list[bytes], int] | None:
+def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], list[bytes], int] | None:
     """``decode_counted``, holding less at once: the document but the object under the
     top-level key ``apart`` (a plan's entries, most of the file), that object's text copied
     out of ``data`` in pieces cut between its members, and the ':' bytes of ``data``. Once
@@ -406,22 +404,3 @@ def _decoded_object(decoder: msgspec.json.Decoder[Any], data: bytes) -> dict[str
     finally:
         resume_collector(paused)
     return document if type(document) is dict else None
-
-
-def members_within(value: Any, levels: int) -> int | None:
-    """The members of every object in ``value`` (JSON types), counted; None if a container
-    in it nests more than ``levels`` deep (``value`` itself, if a container, is level 1)."""
-    members = 0
-    level = [value] if type(value) in (dict, list) else []
-    while level:
-        if levels <= 0:
-            return None
-        levels -= 1
-        below: list[Any] = []
-        for node in level:
-            if type(node) is dict:
-                members += len(node)
-                node = node.values()
-            below += [child for child in node if type(child) is dict or type(child) is list]
-        level = below
-    return members

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.shapes import UNSET
 from shardplan.collector import pause_collector, resume_collector
-from shardplan.convert.json_values import raise_if_unwritable
+from shardplan.convert.json_values import MAX_DOCUMENT_DEPTH, raise_if_unwritable
 from shardplan.errors import MetaError, check_argument, described, json_type, key_path
 from shardplan.staleness import generated_modules
 
@@ -71,12 +71,6 @@ def meta_to_dict(meta: CodegenMeta) -> dict[str, Any]:
         if value is not UNSET:
             document[key] = value
     return document
-
-
-# Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,
-# dump_meta writes again): what the standard library's decoder reads back well within the
-# interpreter's recursion limit. Frozen values nest far less (json_values.MAX_DEPTH).
-MAX_DOCUMENT_DEPTH = 500
 
 
 def _refuse_deeper_than_written(document: object, source: str) -> None:

@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from shardplan.artifact.jsoncodec import members_within
-from shardplan.artifact.meta import MAX_DOCUMENT_DEPTH
-from shardplan.convert.json_values import MAX_DEPTH, TooDeep, json_copy, raise_if_unwritable
+from shardplan.convert.json_values import (
+    MAX_DEPTH,
+    MAX_DOCUMENT_DEPTH,
+    TooDeep,
+    json_copy,
+    members_within,
+    raise_if_unwritable,
+)
 from shardplan.convert.placements import NotConsumed
 from shardplan.errors import (
     FreezeError,

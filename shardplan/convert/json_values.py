@@ -14,6 +14,11 @@ from typing import Any
 
 from shardplan.errors import FreezeError, MetaError, described, key_path, shown
 
+# Deepest nesting the writer accepts, and so the reader too (what load_meta takes in,
+# dump_meta writes again): what the standard library's decoder reads back well within the
+# interpreter's recursion limit. Frozen values nest far less (MAX_DEPTH).
+MAX_DOCUMENT_DEPTH = 500
+
 # Deepest nesting a value may have. The standard library's decoder recurses once a
 # level and stops near the interpreter's recursion limit (1000), and fast codecs stop
 # far earlier (orjson: 255), so an artifact stays readable everywhere with this bound.
@@ -139,3 +144,22 @@ def copied_json(value: Any, path: str) -> Any:
         return json_copy(value)
     except TooDeep as exc:
         raise MetaError(path, f"the value {exc}, which freeze never writes") from None
+
+
+def members_within(value: Any, levels: int) -> int | None:
+    """The members of every object in ``value`` (JSON types), counted; None if a container
+    in it nests more than ``levels`` deep (``value`` itself, if a container, is level 1)."""
+    members = 0
+    level = [value] if type(value) in (dict, list) else []
+    while level:
+        if levels <= 0:
+            return None
+        levels -= 1
+        below: list[Any] = []
+        for node in level:
+            if type(node) is dict:
+                members += len(node)
+                node = node.values()
+            below += [child for child in node if type(child) is dict or type(child) is list]
+        level = below
+    return members

@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from torch.distributed.tensor import Placement, Replicate
 
-from shardplan.artifact.jsoncodec import members_within
-from shardplan.artifact.meta import MAX_DOCUMENT_DEPTH
 from shardplan.convert import placements, trust
-from shardplan.convert.json_values import copied_json, frozen_strings, json_copy
+from shardplan.convert.json_values import (
+    MAX_DOCUMENT_DEPTH,
+    copied_json,
+    frozen_strings,
+    json_copy,
+    members_within,
+)
 from shardplan.convert.placements import (
     freeze_named_placement,
     freeze_placement_table,
@@ -506,7 +510,7 @@ VALUE_LEVELS = MAX_DOCUMENT_DEPTH - 3
 def counted(value: Any) -> int:
     """The members of the objects in an entry's or a rule's value, which the one pass
     takes through the rebuild function; NotConsumed if it nests deeper than the writer
-    writes (meta.MAX_DOCUMENT_DEPTH, counted from the document's top)."""
+    writes (MAX_DOCUMENT_DEPTH, counted from the document's top)."""
     if type(value) is dict:  # the common one, a Target: scalars under its keys
         for item in value.values():
             if type(item) is dict or type(item) is list:
@@ -531,9 +535,7 @@ def gather_sharded(fqn: str, table: PlacementMap, gathered: list[str]) -> None:
                 break
 
 
-def compare_sharded_params(
-    value: Any, path: str, gathered: list[str], param_plan: Any
-) -> None:
+def compare_sharded_params(value: Any, path: str, gathered: list[str], param_plan: Any) -> None:
     """Strict rebuild: refuse a frozen_sharded_params other than ``gathered`` (the walk's),
     with check_sharded_params' message."""
     gathered.sort()
