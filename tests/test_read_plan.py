@@ -341,6 +341,51 @@ def test_the_entries_are_decoded_in_pieces_to_the_document_decode_counted_gives(
     assert read == pair and read[0] == "error" and "repeats the key 'layers.0'" in read[3]
 
 
+@pytest.mark.parametrize(
+    "later",
+    [
+        {},  # the entries are the last key
+        {"remote_siblings": [], "signature": "s", "special_handlers": {}, "zz": None},
+        # Objects of objects after the entries, as another producer's "source" is: their
+        # members end as the entries' do, and the end is still the entries'.
+        {"source": {"a": {"b": 1}, "c": {"d": [2]}}, "special_handlers": {"x": "y"}},
+        {"source": {f"k{n}": {"v": n} for n in range(300)}, "tied": [["a", "b"]]},
+    ],
+)
+def test_the_entries_end_is_found_from_the_file_end_past_any_later_member(
+    tmp_path: Path, fallbacks: list[Path], later: dict[str, Any]
+) -> None:
+    """The entries' end is sought from the file's end, top-level member by member: every
+    shape of member after them leaves the pass reading the file, agreeing with the pair."""
+    plan = strategies.random_plan(5)
+    plan.other_keys = dict(later)
+    plan.special_handlers = plan.other_keys.pop("special_handlers", {})  # the plan's own key
+    path = tmp_path / "codegen_meta.json"
+    shardplan.write_plan(plan, path)
+    read, pair = both(path)
+    assert read == pair and read[0] == "plan"
+    assert fallbacks == []
+
+
+def test_a_later_member_longer_than_the_window_is_read_by_the_pair(
+    tmp_path: Path, fallbacks: list[Path]
+) -> None:
+    """A member after the entries longer than the window the end is sought in is taken for
+    the entries' end: the piece holding it decodes to no object, and the pair reads the
+    file (correct, not fast: no plan writes such a member)."""
+    from shardplan.artifact import jsoncodec
+
+    plan = strategies.random_plan(5)
+    plan.other_keys = {"source": {f"k{n}": {"v": "x" * 64} for n in range(2_000)}}
+    path = tmp_path / "codegen_meta.json"
+    shardplan.write_plan(plan, path)
+    source = path.read_bytes().split(b'\n  "source": {\n')[1].split(b'\n  "')[0]
+    assert len(source) > jsoncodec._MEMBER_WINDOW
+    read, pair = both(path)
+    assert read == pair and read[0] == "plan"
+    assert fallbacks == [path]
+
+
 def test_an_entries_line_nested_elsewhere_is_not_cut_out_as_the_entries(
     tmp_path: Path, fallbacks: list[Path]
 ) -> None:
@@ -349,7 +394,7 @@ def test_an_entries_line_nested_elsewhere_is_not_cut_out_as_the_entries(
     of the file, decoded, must hold the random placeholder at its top level."""
     path = tmp_path / "codegen_meta.json"
     path.write_text(
-        '{"injections": [], "other": {\n  "param_plan": {\n    "m": {}\n  }}, '
+        '{"injections": [], "other": {\n  "param_plan": {\n    "m": {}\n  }\n}, '
         '"param_plan": {}, "frozen_sharded_params": []}\n'
     )
     read, pair = both(path)

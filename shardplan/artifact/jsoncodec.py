@@ -323,6 +323,7 @@ def decode_counted(data: bytes) -> tuple[dict[str, Any], int] | None:
 # string holds no raw newline).
 _MEMBER_END = b'\n    },\n    "'
 _PIECES = 16  # the object apart is decoded in this many pieces, at most
+_MEMBER_WINDOW = 1 << 16  # how far back from one top-level member the one before is sought
 
 
 def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], list[bytes], int] | None:
@@ -339,13 +340,11 @@ def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], list[
     pieces). None where this tier cannot say, as decode_counted."""
     if not data.isascii() or not apart.isascii():
         return None
-    opening = b'\n  "' + apart.encode("ascii") + b'": {\n'
-    start = data.find(opening)
-    stop = data.find(b"\n  }", start) + 4 if start >= 0 else 0  # just past its "}"
-    if stop < 4:
+    found = _object_at_top(data, apart)
+    if found is None:
         whole = decode_counted(data)
         return None if whole is None else (whole[0], [], whole[1])
-    start += len(opening) - 2  # at its "{"
+    start, stop = found
     placeholder = "\0" + secrets.token_hex(16)
     rest = b"".join((data[:start], b'"\\u0000', placeholder[1:].encode(), b'"', data[stop:]))
     document = _decoded_object(_ANY_LAYOUT_DECODER, rest)
@@ -353,6 +352,32 @@ def decode_counted_apart(data: bytes, apart: str) -> tuple[dict[str, Any], list[
         return None
     document[apart] = {}
     return document, _cut(data, start, stop), data.count(b":")
+
+
+def _object_at_top(data: bytes, key: str) -> tuple[int, int] | None:
+    """Where the object under the top-level ``key`` sits in ``data``, laid out canonically
+    (indent 2): from its "{" to just past its "}"; None if it is not found so.
+
+    A forward search for its closing line stops at every line's indent (1.2 µs a module, a
+    plan's entries being most of the file), so the end is found from the file's end: each
+    top-level member after the object opens on a line of two spaces and a quote (no string
+    holds a raw newline), and each is sought within _MEMBER_WINDOW bytes of the next. None
+    within it: the object ends there. A later member longer than that is taken for the
+    object's end; the piece holding it then decodes to no object, and the pair's path
+    reads the file."""
+    opening = b'\n  "' + key.encode("ascii") + b'": {\n'
+    start = data.find(opening)
+    if start < 0:
+        return None
+    start += len(opening) - 2  # at its "{"
+    after = data.rfind(b"\n}")  # the document's closing brace
+    while after > start:
+        line = data.rfind(b'\n  "', max(start, after - _MEMBER_WINDOW), after)
+        if line < 0:
+            break
+        after = line
+    stop = after - 1 if data[after - 1] == ord(",") else after  # just past its "}"
+    return (start, stop) if data.endswith(b"\n  }", start, stop) else None
 
 
 def decode_pieces(document: dict[str, Any], apart: str, pieces: list[bytes]) -> bool:
