@@ -284,3 +284,31 @@ def test_a_rebuilt_target_copies_its_kwargs_and_names_the_first_too_deep() -> No
         trust.end_rebuild(token)
     assert caught.value.path == "injections[3].x.deep"
     assert "which freeze never writes" in str(caught.value)
+
+
+@pytest.mark.parametrize("admitted_first", [False, True])
+def test_a_rebuilt_targets_key_not_a_string_is_named_whether_its_path_was_admitted(
+    admitted_first: bool,
+) -> None:
+    """A path a rebuild admitted is not checked again (an artifact names the same few
+    callables thousands of times), but every Target's keys still are: a meta built in
+    Python may hold a key that is no string, and it is named, not passed to **."""
+    from shardplan.convert import trust
+    from shardplan.convert.targets import target_from_frozen
+    from shardplan.errors import MetaError
+
+    token = trust.begin_rebuild(("json.dumps",))
+    try:
+        if admitted_first:
+            target_from_frozen({"_target_": "json.dumps", "indent": 2}, "injections[0].x")
+            assert trust.current_scope().admitted == {"json.dumps"}
+        with pytest.raises(MetaError) as caught:
+            target_from_frozen({"_target_": "json.dumps", 3: "v"}, "injections[1].x")
+        # Checked before the allow-list names the path, admitted or not.
+        with pytest.raises(MetaError) as untrusted:
+            target_from_frozen({"_target_": "json.loads", 3: "v"}, "injections[2].x")
+    finally:
+        trust.end_rebuild(token)
+    assert caught.value.path == "injections[1].x[3]"
+    assert "object key 3 must be a string" in str(caught.value)
+    assert untrusted.value.path == "injections[2].x[3]"

@@ -220,6 +220,13 @@ def _check_target_path(dotted: object, path: str) -> None:
 _IMMUTABLE_JSON = (str, int, float, bool, type(None))
 
 
+def _refuse_key_not_str(data: dict[str, Any], path: str) -> None:
+    """JSON keys are strings; a meta built in Python may hold others, which ** refuses."""
+    for key in data:
+        if not isinstance(key, str):
+            raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
+
+
 def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     """Rebuild a Target from ``{"_target_": path, **kwargs}`` or raise MetaError.
 
@@ -228,19 +235,19 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     is imported. Nested ``{"_target_": ...}`` objects in its kwargs stay plain data.
     """
     dotted = data[TARGET_KEY]
-    if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
-        raise MetaError(
-            key_path(path, TARGET_KEY),
-            f"expected a dotted import path such as 'pkg.mod.fn', got {shown(dotted)}",
-        )
-    for key in data:
-        # JSON keys are strings; a meta built in Python may hold others, which ** refuses.
-        if not isinstance(key, str):
-            raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
     scope = trust.current_scope()
     allowed = scope.allowed
-    if allowed is not None and dotted not in scope.admitted:
-        trust.check_path(dotted, allowed, path)
+    # A path this rebuild admitted was checked then (its form, then the allow-list): an
+    # artifact names the same few callables thousands of times.
+    if type(dotted) is not str or dotted not in scope.admitted:
+        if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
+            raise MetaError(
+                key_path(path, TARGET_KEY),
+                f"expected a dotted import path such as 'pkg.mod.fn', got {shown(dotted)}",
+            )
+        _refuse_key_not_str(data, path)  # before the allow-list, which names the path
+        if allowed is not None:
+            trust.check_path(dotted, allowed, path)
         scope.admitted.add(dotted)
     # The kwargs are copied (no container shared with the meta or another rebuild), and
     # nest no deeper than freeze writes; a kwarg's path is built only for its error.
@@ -248,6 +255,8 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
     try:
         for key, value in data.items():
             if key != TARGET_KEY:
+                if type(key) is not str:
+                    _refuse_key_not_str(data, path)
                 kwargs[key] = value if type(value) in _IMMUTABLE_JSON else json_copy(value)
     except TooDeep:
         for key, value in data.items():
