@@ -127,6 +127,13 @@ class ConsumeBlock:
     refuse_default: str = ""
     default_test: str = ""
     gather: str = ""
+    # The kinds template's loop written in place of ``call`` ("": none), with the lookup
+    # and parse functions it calls, as spelled; and, where that loop gathers the derived
+    # key itself (no ``gather``), the placement type a name must hold only to add nothing.
+    inline: str = ""
+    lookup: str = ""
+    parse: str = ""
+    gather_unless: str = ""
     calls: tuple[str, ...] = ()
 
 
@@ -367,9 +374,12 @@ class BlockMaker:
             + (("UNSET",) if refuse_default else ()),
         )
 
-    def consume(self, table: Table, row: Any, rebuilt: RebuildBlock) -> ConsumeBlock:
+    def consume(
+        self, table: Table, row: Any, rebuilt: RebuildBlock, gathers: dict[str, Gather]
+    ) -> ConsumeBlock:
         """An entry or rule row's block in read_plan's one pass: the record's consume
-        function where it has one, else the rebuild's shortcut types and function, the
+        function (or its inline loop, which gathers the derived key itself where the gather
+        says how) where it has one, else the rebuild's shortcut types and function, the
         members of what the latter takes counted (``rebuilt``: the row's rebuild block, for
         its default test and gather). The key is read under its name only: an older name
         fails the pass's key check, and the pair's path reads it."""
@@ -398,6 +408,13 @@ class BlockMaker:
         tail, absent_test = "", f"{w.value} is None"
         if crossing.null_is_none:  # null is None, an absent key the default
             tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
+        inline = lookup = parse = unless = ""
+        gather = rebuilt.gather
+        if consume is not None and consume.inline:
+            inline, lookup, parse = consume.inline, w.spell(consume.lookup), w.spell(consume.parse)
+            found = gathers.get(row.key) if gather else None
+            if found is not None and found.unless:
+                gather, unless = "", w.spell(found.unless)
         return ConsumeBlock(
             comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
             read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
@@ -412,8 +429,13 @@ class BlockMaker:
             refuse_falsy=refuse_falsy,
             refuse_default=refuse_default,
             default_test=rebuilt.default_test,
-            gather=rebuilt.gather,
-            calls=self._calls(types, call, counted, refuse_falsy, refuse_default, rebuilt.gather)
+            gather=gather,
+            inline=inline,
+            lookup=lookup,
+            parse=parse,
+            gather_unless=unless,
+            calls=self._calls(types, refuse_falsy, refuse_default, gather, lookup, parse, unless)
+            + self._calls(*(() if inline else (call, counted)))
             + (("UNSET",) if tail else ()),
         )
 
@@ -503,7 +525,7 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
             rebuilds[table.name, row.name] = maker.rebuild(table, row, gathers)
             if row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED:
                 consumes[table.name, row.name] = maker.consume(
-                    table, row, rebuilds[table.name, row.name]
+                    table, row, rebuilds[table.name, row.name], gathers
                 )
             parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
             if parameter:

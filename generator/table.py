@@ -62,6 +62,7 @@ class Table:
     digest: str  # computed by the table module's own table_digest()
     cls: str  # "module:Class"
     crossings: dict[str, Crossing]  # each keyed row's, resolved once, by row name
+    init_fields: tuple[str, ...]  # the class's __init__ parameters, in its order
 
     def crossing_of(self, row: Any) -> Crossing:
         """The row's crossing: its records, when its key is written, what its absence gives."""
@@ -79,6 +80,24 @@ class Table:
     def crossing(self) -> tuple[Any, ...]:
         """Every row that crosses the artifact under a key (its group's role: crosses)."""
         return self.role(CROSSES)
+
+    def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """The crossing rows the rebuild passes to the class, ``(positional, by keyword)``:
+        positional, the class's leading __init__ parameters while each is such a row, in the
+        class's order (a keyword costs the call about 0.05 µs: 0.8 µs a spec of 16); the
+        rest by keyword, in table order. The generated module checks the order on import."""
+        passed = {row.name: row for row in self.crossing if not row.post_init}
+        positional = []
+        for name in self.init_fields:
+            if name not in passed:
+                break
+            positional.append(passed.pop(name))
+        return tuple(positional), tuple(passed.values())
+
+    @property
+    def positional_names(self) -> tuple[str, ...]:
+        """The fields ``constructed`` passes by position, whose order the module checks."""
+        return tuple(row.name for row in self.constructed()[0])
 
     @property
     def keyed(self) -> tuple[Any, ...]:
@@ -661,4 +680,5 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         digest=loaded.digest(loaded.rows, loaded.retired),
         cls=loaded.config.cls,
         crossings=crossings,
+        init_fields=tuple(name for name, init in loaded.fields.items() if init),
     )

@@ -10,6 +10,7 @@ import here.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 from pathlib import Path
@@ -40,6 +41,19 @@ def check_generated(module_file: str, digests: dict[str, str]) -> None:
                 f"{module_file} is stale: the field table changed since it was generated.\n"
                 "  Run `make codegen` and commit generated/."
             )
+
+
+def check_parameters(module_file: str, cls: type, names: tuple[str, ...]) -> None:
+    """Raise StaleGeneratedCode, naming ``module_file``, unless ``names`` are still the
+    first __init__ parameters of the dataclass ``cls``, in its order: the module passes
+    them by position, which a reordered class would silently mix up."""
+    found = tuple(f.name for f in dataclasses.fields(cls) if f.init)[: len(names)]
+    if found != names:
+        raise StaleGeneratedCode(
+            f"{module_file} is stale: it passes {cls.__name__}'s fields {', '.join(names)} "
+            f"by position, and the class now starts with {', '.join(found) or 'none'}.\n"
+            "  Run `make codegen` and commit generated/."
+        )
 
 
 def generated_package() -> str:

@@ -243,7 +243,8 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     assert not removed
     assert "        # grad_scale: scalar, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
-    assert "            grad_scale=grad_scale," in added
+    # Declared after skip_source_lowering, so among the fields the spec is given by position.
+    assert "            grad_scale," in added and '        "grad_scale",' in added
     # The common value by its exact type, the rest through the kind's function.
     assert "        if type(value) in (str, bool, int, float):" in added
     assert "            grad_scale: float | None = value" in added
@@ -309,7 +310,8 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
     assert "            # post_hook: injected, None when absent" in added  # in `if rule:`
     assert "            post_hook = None" in added  # and in its `else:`, for modules with no rule
     assert '    "post_hook",' in added  # INJECTION_KEYS
-    assert "            post_hook=post_hook," in added
+    # Declared after _ep_size, so among the fields the spec is given by position.
+    assert "            post_hook," in added and '        "post_hook",' in added
 
 
 def test_new_injection_field_freezes_a_target_into_a_rule_and_rebuilds_an_equal_target(

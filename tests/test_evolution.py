@@ -325,6 +325,7 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
             )
             for r in rows
         },
+        init_fields=tuple(r.name for r in rows),
     )
     return Tables((spec,))
 

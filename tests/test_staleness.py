@@ -16,6 +16,7 @@ from tests.helpers import (
     edit_table,
     edit_write,
     run_in,
+    run_specgen_here,
 )
 
 
@@ -30,6 +31,35 @@ def test_stale_generated_module_refuses_to_import(repo_copy: Path) -> None:
         in result.stderr
     )
     assert "Run `make codegen` and commit generated/." in result.stderr
+
+
+def test_a_spec_class_reordered_since_generation_refuses_to_import(repo_copy: Path) -> None:
+    """The rebuild gives the spec its fields by position, in the class's order when it was
+    generated: a class whose fields moved since refuses to load (it would mix them up), and
+    `make codegen` follows the new order."""
+    spec = repo_copy / "shardplan" / "table" / "spec.py"
+    in_src, in_dst = (
+        "    in_src: PlacementMap | None = None\n",
+        "    in_dst: PlacementMap | None = None\n",
+    )
+    assert in_src + in_dst in spec.read_text()
+    spec.write_text(spec.read_text().replace(in_src + in_dst, in_dst + in_src))
+    result = run_in(repo_copy, "-c", "import generated.rebuild")
+    assert result.returncode == 1
+    assert (
+        "StaleGeneratedCode: generated/rebuild.py is stale: it passes ModuleShardingSpec's "
+        "fields params, in_src, in_dst," in result.stderr
+    )
+    assert "the class now starts with params, in_dst, in_src," in result.stderr
+    assert "Run `make codegen` and commit generated/." in result.stderr
+    assert run_specgen_here(repo_copy).returncode == 0
+    probe = (
+        "import generated.rebuild as r, shardplan.api as a, shardplan as s\n"
+        "p = s.ShardingPlan(modules={'m': s.ModuleShardingSpec(in_dst={'x': {}})})\n"
+        "print(a.rebuild_plan(a.freeze_plan(p)) == p)"
+    )
+    result = run_in(repo_copy, "-c", probe)
+    assert result.stdout.strip() == "True", result.stderr
 
 
 # ------------------------------------------------------------------- runtime guards

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from torch.distributed.tensor import Placement, Replicate
+from torch.distributed.tensor import Placement
+from torch.distributed.tensor import Replicate as Replicate  # read_plan's gather tests it
 
 from shardplan.convert import placements, trust
 from shardplan.convert.json_values import (
@@ -434,6 +435,8 @@ common_parsed_table = placements.common_parsed_table
 consume_placements = placements.consume_placement_table
 # A text's parsed placement, None for a text not parsed yet: generated rebuild's inline loop.
 cached_placement = placements._PARSED.get
+# read_plan's inline loop: a text cached_placement has not seen, parsed; NotConsumed for none.
+consume_placement = placements.consume_placement_text
 NotConsumed = placements.NotConsumed
 # The writer's shortcut (write_plan): the live table, checked for the whole plan at once,
 # its placements written through written_text.

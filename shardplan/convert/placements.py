@@ -296,7 +296,7 @@ class NotConsumed(Exception):
     path (load_meta, then rebuild), which accepts the file or names its defect."""
 
 
-def _parsed_text(text: object) -> Placement:
+def consume_placement_text(text: object) -> Placement:
     """The placement of a text not cached yet, cached when it is the canonical text;
     NotConsumed for a value that is no placement text (the pair's path names it)."""
     if type(text) is not str:
@@ -325,7 +325,7 @@ def consume_placement_table(obj: object) -> int:
             members += len(named)
             for axis, text in named.items():
                 placement = cached(text)
-                named[axis] = _parsed_text(text) if placement is None else placement
+                named[axis] = consume_placement_text(text) if placement is None else placement
     except (TypeError, AttributeError):
         raise NotConsumed from None
     return members

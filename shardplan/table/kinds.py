@@ -76,6 +76,12 @@ class Consume:
 
     call: str
     counted: bool = False
+    # The loop of the kinds template that writes ``call`` out in place, so the pass calls no
+    # function for the common value: "placement_table" (each text becomes ``lookup(text)``,
+    # or ``parse(text)`` for a text ``lookup`` has not seen: NotConsumed for no placement).
+    inline: str = ""
+    lookup: str = ""
+    parse: str = ""
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,9 @@ class Gather:
     key: str
     call: str
     check: str
+    # Where the row's value is consumed by an inline loop, the loop gathers as ``call``
+    # does, in the same walk: a name holding any placement not of this type is appended.
+    unless: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +165,13 @@ KINDS: dict[str, Record] = {
             call="common_parsed_table", inline="placement_table", lookup="cached_placement"
         ),
         write_shortcut=WriteShortcut("writable_table", "live_tables_writable"),
-        consume=Consume("consume_placements", counted=True),
+        consume=Consume(
+            "consume_placements",
+            counted=True,
+            inline="placement_table",
+            lookup="cached_placement",
+            parse="consume_placement",
+        ),
     ),
     "names": Record(
         shows="array of strings",
@@ -244,7 +259,12 @@ KINDS: dict[str, Record] = {
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
         reads_back=("sharded_params",),
-        gather=Gather(key="params", call="gather_sharded", check="compare_sharded_params"),
+        gather=Gather(
+            key="params",
+            call="gather_sharded",
+            check="compare_sharded_params",
+            unless="Replicate",
+        ),
     ),
 }
 
@@ -476,7 +496,20 @@ def _record_problems(
         )
     elif inline and not (record.rebuild_shortcut and record.rebuild_shortcut.lookup):
         found.append(f"{at}: rebuild_shortcut inline={inline!r} needs the lookup= it calls")
-    calls += [record.gather.check] if record.gather else []
+    calls += [record.gather.check, record.gather.unless] if record.gather else []
+    consume = record.consume
+    if consume is not None:
+        calls += [consume.lookup, consume.parse]
+        if consume.inline not in INLINE_LOOPS:
+            found.append(
+                f"{at}: consume inline={consume.inline!r} is no loop the kinds template writes "
+                f"({', '.join(map(repr, INLINE_LOOPS))})"
+            )
+        elif consume.inline and not (consume.lookup and consume.parse and consume.counted):
+            found.append(
+                f"{at}: consume inline={consume.inline!r} converts in place, counting: it "
+                "needs counted=True and the lookup= and parse= it calls"
+            )
     if record.write_shortcut is not None:
         if name not in functions["freeze"]:
             found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
