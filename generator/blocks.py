@@ -111,11 +111,13 @@ class ConsumeBlock:
     (where ``null``: freeze writes it for None) None; else the value is taken as it is where
     ``types`` hold, else ``call`` gives the live value (``counted``, added to the members,
     counts the objects in it); then the strict refusals and the derived key's ``gather``,
-    as the rebuild runs them. The pass has refused a null under any other key."""
+    as the rebuild runs them. A null under any other key fails: an entry's the type test,
+    the consume function or ``counted`` it meets, a rule's in index_rules."""
 
     comment: str = ""
     read: str = ""
     absent_test: str = ""
+    count_absent: str = ""  # the statement an absent key runs too (an entry's: its keys counted)
     null: str = ""
     target: str = ""
     annotation: str = ""
@@ -405,9 +407,17 @@ class BlockMaker:
             refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
         if rebuilt.refuse_default:
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
-        tail, absent_test = "", f"{w.value} is None"
-        if crossing.null_is_none:  # null is None, an absent key the default
+        tail, absent_test, null, count_absent = "", f"{w.value} is None", "", ""
+        if out == "entry":
+            # An entry's keys are checked by counting: each row read counts the key absent
+            # or takes it, a null only where freeze writes one (the rest refuse None), and
+            # the keys taken must be all the entry's.
             tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
+            count_absent = f"{w.absent} += 1"
+            null = f"{w.value} is None" if crossing.writes_null else ""
+        elif crossing.null_is_none:  # null is None, an absent key the default
+            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
+            null = f"{w.value} is None"
         inline = lookup = parse = unless = ""
         gather = rebuilt.gather
         if consume is not None and consume.inline:
@@ -419,7 +429,8 @@ class BlockMaker:
             comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
             read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
             absent_test=absent_test,
-            null=f"{w.value} is None" if crossing.null_is_none else "",
+            count_absent=count_absent,
+            null=null,
             target=row.name,
             annotation=crossing.annotation,
             default=crossing.absent,

@@ -512,8 +512,11 @@ VALUE_LEVELS = MAX_DOCUMENT_DEPTH - 3
 
 def counted(value: Any) -> int:
     """The members of the objects in an entry's or a rule's value, which the one pass
-    takes through the rebuild function; NotConsumed if it nests deeper than the writer
-    writes (MAX_DOCUMENT_DEPTH, counted from the document's top)."""
+    takes through the rebuild function; NotConsumed for null (the pass reads it before
+    only where freeze writes it) and for a value nested deeper than the writer writes
+    (MAX_DOCUMENT_DEPTH, counted from the document's top)."""
+    if value is None:
+        raise NotConsumed
     if type(value) is dict:  # the common one, a Target: scalars under its keys
         for item in value.values():
             if type(item) is dict or type(item) is list:
