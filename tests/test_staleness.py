@@ -32,45 +32,6 @@ def test_stale_generated_module_refuses_to_import(repo_copy: Path) -> None:
     assert "Run `make codegen` and commit generated/." in result.stderr
 
 
-def test_a_spec_class_reordered_since_generation_refuses_to_import(repo_copy: Path) -> None:
-    """The rebuild gives the spec its fields by position, in the class's order when it was
-    generated: a class whose first fields are others since refuses to load (it would mix
-    them up), naming both orders."""
-    spec = repo_copy / "shardplan" / "table" / "spec.py"
-    docstring = '    """How one module is sharded. Field order is the field table\'s order."""\n'
-    assert docstring in spec.read_text()
-    spec.write_text(spec.read_text().replace(docstring, docstring + "    moved_first: int = 0\n"))
-    result = run_in(repo_copy, "-c", "import generated.rebuild")
-    assert result.returncode == 1
-    assert (
-        "StaleGeneratedCode: generated/rebuild.py is stale: it passes ModuleShardingSpec's "
-        "fields " in result.stderr
-    )
-    assert "by position, and the class now starts with moved_first, " in result.stderr
-    assert "Run `make codegen` and commit generated/." in result.stderr
-
-
-def test_check_parameters_holds_the_classes_leading_init_fields_in_order() -> None:
-    """Only the order of the __init__ parameters counts: a field set after construction
-    (init=False) between them, or fields after the ones given, change nothing."""
-    from dataclasses import dataclass, field
-
-    from shardplan.staleness import StaleGeneratedCode, check_parameters
-
-    @dataclass
-    class Spec:
-        a: int = 0
-        later: int = field(default=0, init=False)
-        b: int = 0
-        c: int = 0
-
-    check_parameters("generated/x.py", Spec, ("a", "b"))
-    check_parameters("generated/x.py", Spec, ("a", "b", "c"))
-    for names in (("b", "a"), ("a", "c"), ("a", "b", "c", "d")):
-        with pytest.raises(StaleGeneratedCode, match="generated/x.py is stale: it passes Spec"):
-            check_parameters("generated/x.py", Spec, names)
-
-
 # ------------------------------------------------------------------- runtime guards
 
 # Runs ``code`` and reports the ImportError it raises, whether torch was imported by then,
@@ -130,3 +91,41 @@ def test_a_missing_generated_module_says_run_make_codegen_before_torch_is_import
         "here, or was deleted.\n  Run `make codegen` and commit generated/."
     )
     assert not outcome["torch_imported"]
+
+
+def test_a_spec_class_reordered_since_generation_refuses_to_import(repo_copy: Path) -> None:
+    """The rebuild gives the spec its fields by position, in the class's order when it was
+    generated: a class whose first fields are others since refuses to load (it would mix
+    them up), naming both orders."""
+    spec = repo_copy / "shardplan" / "table" / "spec.py"
+    docstring = '    """How one module is sharded. Field order is the field table\'s order."""\n'
+    assert docstring in spec.read_text()
+    spec.write_text(spec.read_text().replace(docstring, docstring + "    moved_first: int = 0\n"))
+    outcome = _probe_import(repo_copy, "import generated.rebuild")
+    assert outcome["error"].startswith(
+        "StaleGeneratedCode: generated/rebuild.py is stale: it passes ModuleShardingSpec's fields "
+    )
+    assert "by position, and the class now starts with moved_first, " in outcome["error"]
+    assert outcome["error"].endswith("Run `make codegen` and commit generated/.")
+    assert not outcome["torch_imported"]  # at once, as the tables' guard
+
+
+def test_check_parameters_holds_the_classes_leading_init_fields_in_order() -> None:
+    """Only the order of the __init__ parameters counts: a field set after construction
+    (init=False) between them, or fields after the ones given, change nothing."""
+    from dataclasses import dataclass, field
+
+    from shardplan.staleness import StaleGeneratedCode, check_parameters
+
+    @dataclass
+    class Spec:
+        a: int = 0
+        later: int = field(default=0, init=False)
+        b: int = 0
+        c: int = 0
+
+    check_parameters("generated/x.py", Spec, ("a", "b"))
+    check_parameters("generated/x.py", Spec, ("a", "b", "c"))
+    for names in (("b", "a"), ("a", "c"), ("a", "b", "c", "d")):
+        with pytest.raises(StaleGeneratedCode, match="generated/x.py is stale: it passes Spec"):
+            check_parameters("generated/x.py", Spec, names)
