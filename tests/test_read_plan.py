@@ -401,3 +401,36 @@ def test_an_entries_line_nested_elsewhere_is_not_cut_out_as_the_entries(
     assert read == pair and read[0] == "plan"
     assert shardplan.read_plan(path).modules == {}
     assert fallbacks == [path, path]
+
+
+# Other top-level members, as another producer writes them: any JSON value under a key
+# that sorts before or after the entries.
+_OTHER_MEMBERS = st.dictionaries(
+    st.sampled_from(["a", "injections", "param", "param_plan_", "parallel", "source", "zz"]),
+    strategies.json_values,
+    max_size=4,
+)
+_ENTRIES = st.dictionaries(
+    st.sampled_from(["m", "m.a", "n", "x.y.z"]),
+    st.dictionaries(st.sampled_from(["params", "out_names", "k"]), strategies.json_values),
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries=_ENTRIES, others=_OTHER_MEMBERS)
+def test_the_entries_cut_out_give_the_files_document_or_nothing(
+    entries: dict[str, Any], others: dict[str, Any]
+) -> None:
+    """Whatever surrounds the entries in a canonical file, the counted tier gives exactly
+    json.loads' document (pieces and all) or says nothing: never another document."""
+    from shardplan.artifact import jsoncodec
+
+    document = {**others, "param_plan": entries}
+    data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+    cut = jsoncodec.decode_counted_apart(data, "param_plan")
+    if cut is None:
+        return
+    found, pieces, colons = cut
+    if jsoncodec.decode_pieces(found, "param_plan", pieces):
+        assert found == json.loads(data) and colons == data.count(b":")

@@ -371,7 +371,9 @@ def _object_at_top(data: bytes, key: str) -> tuple[int, int] | None:
         return None
     start += len(opening) - 2  # at its "{"
     after = data.rfind(b"\n}")  # the document's closing brace
-    while after > start:
+    if after <= start:
+        return None
+    while True:
         line = data.rfind(b'\n  "', max(start, after - _MEMBER_WINDOW), after)
         if line < 0:
             break
