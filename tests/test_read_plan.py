@@ -434,3 +434,16 @@ def test_the_entries_cut_out_give_the_files_document_or_nothing(
     found, pieces, colons = cut
     if jsoncodec.decode_pieces(found, "param_plan", pieces):
         assert found == json.loads(data) and colons == data.count(b":")
+
+
+def test_another_producers_artifact_is_read_by_the_pass(fallbacks: list[Path]) -> None:
+    """The shared fixture (hyper-parallel's planner) holds objects of objects after the
+    entries ("source"): the pass still finds the entries' end and reads the file, to the
+    pair's plan."""
+    from shardplan.examples.qwen3_moe_parallel import IMPLEMENTATIONS
+    from tests.helpers import QWEN3_MOE, shared_fixture
+
+    path = shared_fixture(QWEN3_MOE)
+    read, pair = both(path, allow_targets=IMPLEMENTATIONS)
+    assert read == pair and read[0] == "plan"
+    assert fallbacks == []
