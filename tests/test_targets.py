@@ -304,6 +304,11 @@ def test_a_rebuilt_targets_key_not_a_string_is_named_whether_its_path_was_admitt
             assert trust.current_scope().admitted == {"json.dumps"}
         with pytest.raises(MetaError) as caught:
             target_from_frozen({"_target_": "json.dumps", 3: "v"}, "injections[1].x")
+        deep: Any = 0
+        for _ in range(600):
+            deep = [deep]
+        with pytest.raises(MetaError) as deep_first:  # the key, whichever kwarg comes first
+            target_from_frozen({"_target_": "json.dumps", "d": deep, 4: "v"}, "injections[3].x")
         # Checked before the allow-list names the path, admitted or not.
         with pytest.raises(MetaError) as untrusted:
             target_from_frozen({"_target_": "json.loads", 3: "v"}, "injections[2].x")
@@ -312,3 +317,4 @@ def test_a_rebuilt_targets_key_not_a_string_is_named_whether_its_path_was_admitt
     assert caught.value.path == "injections[1].x[3]"
     assert "object key 3 must be a string" in str(caught.value)
     assert untrusted.value.path == "injections[2].x[3]"
+    assert deep_first.value.path == "injections[3].x[4]"

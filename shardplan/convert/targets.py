@@ -259,6 +259,7 @@ def target_from_frozen(data: dict[str, Any], path: str) -> Target:
                     _refuse_key_not_str(data, path)
                 kwargs[key] = value if type(value) in _IMMUTABLE_JSON else json_copy(value)
     except TooDeep:
+        _refuse_key_not_str(data, path)  # a key no string is named first, as for a new path
         for key, value in data.items():
             if key != TARGET_KEY:
                 copied_json(value, field_path(path, key))  # raises, naming the first
