@@ -101,6 +101,10 @@ class RebuildBlock:
     slow: str = ""  # the kind's own call, for a value the inline loop does not take
     check: str = ""  # a derived key: the statement strict runs on a present value
     gather: str = ""  # the statement strict runs on a truthy rebuilt value: a derived key's part
+    # Where the inline loop gathers that part itself (no ``gather``): the placement type a
+    # name must hold only to add nothing, and ``gather``'s statement, for the kind's call.
+    gather_unless: str = ""
+    slow_gather: str = ""
     calls: tuple[str, ...] = ()
 
 
@@ -276,9 +280,13 @@ class BlockMaker:
             calls=self._calls(condition, frozen, otherwise),
         )
 
+    def gathered_by(self, row: Any, gathers: dict[str, Gather]) -> Gather | None:
+        """The derived record an entry row's rebuilt value adds to, or None."""
+        return gathers.get(row.key) if row.group == self.param_plan_group else None
+
     def gather(self, row: Any, gathers: dict[str, Gather]) -> str:
         """The statement that adds an entry row's rebuilt value to a derived key, or ""."""
-        gather = gathers.get(row.key) if row.group == self.param_plan_group else None
+        gather = self.gathered_by(row, gathers)
         if gather is None:
             return ""
         return f"{self.w.spell(gather.call)}({self.w.fqn}, {row.name}, {self.w.gathered})"
@@ -350,7 +358,11 @@ class BlockMaker:
             call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
         inline = shortcut.inline if shortcut and not (plan_level or crossing.null_is_none) else ""
         lookup = w.spell(shortcut.lookup) if inline and shortcut else ""
-        gather = self.gather(row, gathers)
+        gather = slow_gather = unless = ""
+        if found := self.gathered_by(row, gathers):
+            gather = self.gather(row, gathers)
+            if inline and found.unless:  # the loop gathers; the kind's call, then the walk
+                gather, slow_gather, unless = "", gather, w.spell(found.unless)
         return RebuildBlock(
             comment=comment,
             read=read,
@@ -369,9 +381,12 @@ class BlockMaker:
             lookup=lookup,
             slow=slow,
             gather=gather,
+            gather_unless=unless,
+            slow_gather=slow_gather,
             calls=self._calls(
                 read, refuse_null, refuse_falsy, refuse_default, types, absent_test, gather
             )
+            + self._calls(slow_gather, unless)
             + self._calls(f"{lookup}({slow})" if inline else call)
             + (("UNSET",) if refuse_default else ()),
         )
@@ -422,7 +437,7 @@ class BlockMaker:
         gather = rebuilt.gather
         if consume is not None and consume.inline:
             inline, lookup, parse = consume.inline, w.spell(consume.lookup), w.spell(consume.parse)
-            found = gathers.get(row.key) if gather else None
+            found = self.gathered_by(row, gathers)
             if found is not None and found.unless:
                 gather, unless = "", w.spell(found.unless)
         return ConsumeBlock(

@@ -4,6 +4,7 @@ strict walks mean: the same result, or the same error at the same path."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from torch.distributed.tensor import Partial, Replicate, Shard
@@ -129,3 +130,36 @@ def test_benchmark_hand_written_rebuild_refuses_what_the_generated_code_refuses(
             except MetaError as exc:
                 errors.append((exc.path, str(exc)))
         assert errors[0] == errors[1], document
+
+
+@pytest.mark.parametrize("read", ["rebuild_plan", "read_plan"])
+def test_a_params_table_met_half_parsed_gathers_each_sharded_param_once(
+    read: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The params loop gathers frozen_sharded_params as it parses; a text it has not seen
+    sends the table to the kind's function half way, and what the loop gathered of it goes
+    first, so each sharded parameter is listed once: the gathered list equals the file's,
+    and the derivation from the entries (the second walk) is not needed."""
+    from shardplan.convert import kinds
+
+    derived: list[object] = []
+    check = kinds.check_sharded_params
+    monkeypatch.setattr(
+        kinds, "check_sharded_params", lambda *args: (derived.append(args), check(*args))[1]
+    )
+    new_text = "S(47)"
+    placements.parse_placement_table({"a": {"tp": "S(0)"}}, "x")  # "S(0)" is cached
+    placements._PARSED.pop(new_text, None)
+    document = {
+        "param_plan": {"m": {"params": {"a": {"tp": "S(0)"}, "b": {"tp": new_text}}}},
+        "injections": [],
+        "frozen_sharded_params": ["m.a", "m.b"],
+    }
+    path = tmp_path / "codegen_meta.json"
+    path.write_text(json.dumps(document))
+    if read == "rebuild_plan":
+        plan = api.rebuild_plan(api.load_meta(path))
+    else:
+        plan = api.read_plan(path)
+    assert plan.modules["m"].params == {"a": {"tp": Shard(0)}, "b": {"tp": Shard(47)}}
+    assert derived == []
