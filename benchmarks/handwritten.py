@@ -346,6 +346,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             # (a new text, another type: a Python-built meta holds anything) takes the kind.
             params = {}
             prefix = f"{fqn}." if fqn else ""
+            mark = len(sharded)  # what the loop gathers goes if the kind decides
             if type(v) is dict:
                 for name, named in v.items():
                     if type(named) is not dict or type(name) is not str:
@@ -369,6 +370,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             else:
                 params = None
             if params is None:
+                del sharded[mark:]
                 params = _parsed(v, fqn, "params")
                 for name, named in v.items():  # parsed: names are str, placements texts
                     if any(text != "R" for text in named.values()):
