@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import codec_choice, handwritten, paths, review
+from benchmarks.paths import rotated
 from benchmarks.plans import TRUSTED_TARGETS, llama_plan
 from shardplan import api, reference
 from shardplan.artifact.meta import dump_meta, meta_from_json, meta_to_json
@@ -61,17 +62,18 @@ def _rebuild(module: Any) -> Callable[[Any], Any]:
 
 
 def side_by_side(calls: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Median seconds per call, interleaving the calls round by round."""
+    """Median seconds per call, interleaving the calls round by round, each round starting
+    one call further on (paths.rotated): no call always runs first."""
     for call in calls.values():  # warm-up: caches, first-use imports
         call()
         call()
     samples: dict[str, list[float]] = {name: [] for name in calls}
     gc.disable()  # collection pauses would land on whichever call was running
     try:
-        for _ in range(rounds):
-            for name, call in calls.items():
+        for round_ in range(rounds):
+            for name in rotated(list(calls), round_):
                 start = time.perf_counter()
-                call()
+                calls[name]()
                 samples[name].append(time.perf_counter() - start)
     finally:
         gc.enable()
