@@ -250,3 +250,21 @@ def test_the_entry_check_takes_a_value_whose_equality_refuses_none() -> None:
     with pytest.raises(MetaError) as caught:
         plan_meta.check_entry({"params": None}, "m", ("params",), True)
     assert caught.value.path == 'param_plan["m"].params' and "never written" in str(caught.value)
+
+
+def test_the_rebuilds_inline_entry_check_takes_a_value_whose_equality_refuses_none() -> None:
+    """The generated rebuild tests an entry inline (a type test and two set operations); a
+    value built in Python whose == raises takes check_entry, and the kind names it."""
+    import shardplan
+    from shardplan.artifact.meta import CodegenMeta
+
+    class Array:
+        def __eq__(self, other: object) -> bool:
+            raise ValueError("the truth value of an array is ambiguous")
+
+        __hash__ = object.__hash__
+
+    meta = CodegenMeta(param_plan={"m": {"params": Array()}}, injections=[])
+    with pytest.raises(MetaError) as caught:
+        shardplan.rebuild_plan(meta)
+    assert caught.value.path == 'param_plan["m"].params'
