@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from enum import IntEnum
 from pathlib import Path
@@ -25,14 +26,13 @@ class ExitStatus(IntEnum):
 
 def _require_codegen(command: str) -> None:
     """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
-    try:
-        import black  # noqa: F401  (here, not at the top: `specgen --help` needs neither)
-        import jinja2  # noqa: F401
-    except ModuleNotFoundError as exc:
-        raise GeneratorError(
-            f"{command} needs the codegen extra ({exc.name} is not installed): "
-            "pip install 'specgen[codegen]'"
-        ) from None
+    # Found, not imported: a check whose every source is cached never imports black.
+    for name in ("black", "jinja2"):
+        if importlib.util.find_spec(name) is None:
+            raise GeneratorError(
+                f"{command} needs the codegen extra ({name} is not installed): "
+                "pip install 'specgen[codegen]'"
+            )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -194,8 +194,11 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    sys.exit(run())
+    """Console-script entry point: ``run()`` supervised, so that a project module that ends
+    the process while imported is exit 2, never a silent 0."""
+    from .supervise import supervised
+
+    sys.exit(supervised(run, bad_input=ExitStatus.BAD_INPUT))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ first, then all are renamed into place, and a failure puts back what was replace
 from __future__ import annotations
 
 import difflib
-import functools
 import hashlib
 import importlib.metadata
 import json
@@ -16,11 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import black
-from black.mode import Mode, TargetVersion
-from black.parsing import InvalidInput
-
 from . import __version__
+from .cache import STORE
 from .config import OUTPUT_NAME, Config
 from .errors import GeneratorError
 from .table import Tables
@@ -31,7 +27,7 @@ if TYPE_CHECKING:
 MARKER = "@generated"
 FIX_COMMAND = "make codegen"
 # The formatting of generated code is part of its bytes: never derive it from local config.
-BLACK_MODE = Mode(target_versions={TargetVersion.PY311}, line_length=100)
+BLACK_TARGET, BLACK_LINE_LENGTH = "PY311", 100
 BLACK_VERSION = importlib.metadata.version("black")
 
 
@@ -76,19 +72,32 @@ def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-# black's output is a function of the source alone (the mode is pinned), and a process that
-# runs the generator again (`generate` then `check`, the tests) mostly renders the same
-# sources: each is formatted once a process.
-@functools.lru_cache(maxsize=64)
 def _black(source: str) -> str:
-    return black.format_str(source, mode=BLACK_MODE)
+    """black's output, a function of the source, black's version and the pinned options
+    alone: kept by the cache, so black runs (and is imported) only for a source it has not
+    formatted before."""
+    key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
+    if (kept := STORE.get(key)) is not None:
+        return kept.decode("utf-8")
+    # Imported here: a check that finds every source formatted before never needs black.
+    import black
+    from black.mode import Mode, TargetVersion
+
+    mode = Mode(target_versions={TargetVersion[BLACK_TARGET]}, line_length=BLACK_LINE_LENGTH)
+    formatted = black.format_str(source, mode=mode)
+    STORE.put(key, formatted.encode("utf-8"))
+    return formatted
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
     """Format with the pinned black mode; its parse is the one check of a template's Python."""
     try:
         return _black(source)
-    except InvalidInput as exc:
+    except Exception as exc:
+        from black.parsing import InvalidInput  # black ran, so importing it costs nothing
+
+        if not isinstance(exc, InvalidInput):
+            raise
         # black says "cannot parse for target version Python 3.11: 241:18", then the line,
         # a caret and the reason ("ParseError: bad input"): the line is named from the source.
         where = str(exc).partition(": ")[2]

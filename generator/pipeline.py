@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import jinja2
 
 from .blocks import make_blocks
+from .cache import use_folder
 from .config import Config
 from .emit import build_outputs, check_formatter
 from .evolution import Changes, LockMode, lock_of, settle
@@ -20,6 +21,7 @@ from .table import Format, LoadedTable, Tables, import_module, load_format, load
 def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:
     """The templates' environment, the kinds module's records and the format module."""
     form = load_format(config)
+    use_folder(config.root)
     kinds = read_kinds(config.root, import_module(config.kinds, config.root, "kinds"))
     return make_environment(config, kinds, form), kinds, form
 

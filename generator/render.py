@@ -11,6 +11,7 @@ import jinja2
 
 from .artifact_schema import schema_globals
 from .blocks import Blocks
+from .cache import Bytecode
 from .config import Config
 from .errors import GeneratorError
 from .kinds import KindFacts
@@ -61,33 +62,12 @@ def _check_template_files(config: Config) -> None:
             ) from None
 
 
-class _ProcessBytecode(jinja2.BytecodeCache):
-    """Compiled templates kept for the process by template name (jinja checks each against
-    its source), so a copy of the project with the same templates reuses them (the tests)."""
-
-    def __init__(self) -> None:
-        self._code: dict[str, bytes] = {}
-
-    def get_cache_key(self, name: str, filename: str | None = None) -> str:
-        return name  # not its folder: an error names a template by folder and file anyway
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        if (code := self._code.get(bucket.key)) is not None:
-            bucket.bytecode_from_string(code)
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        self._code[bucket.key] = bucket.bytecode_to_string()
-
-
-_COMPILED = _ProcessBytecode()
-
-
 def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
     _check_template_files(config)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
-        bytecode_cache=_COMPILED,
+        bytecode_cache=Bytecode(),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .config import Config, TableConfig
 from .errors import GeneratorError
 from .kinds import KindFacts, bound_names
+from .supervise import imported, importing
 
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing
@@ -226,7 +227,9 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
             "with this project's environment."
         )
     try:
+        importing(name)
         module = importlib.import_module(name)
+        imported(name)
     except SystemExit as exc:  # user code may call sys.exit(); that must not end specgen
         raise GeneratorError(
             f"importing the {what} module {name!r} called sys.exit({exc.code!r}); "

@@ -117,7 +117,8 @@ def test_codegen_and_check_never_import_torch(repo_copy: Path) -> None:
         imported = [
             line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line
         ]
-        assert "black" in imported and not [name for name in imported if name.startswith("torch")]
+        # jinja2: the outputs were rendered (black runs only for a source the cache lacks).
+        assert "jinja2" in imported and not [name for name in imported if name.startswith("torch")]
 
 
 # ------------------------------------------------------------------- outputs and writes

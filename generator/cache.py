@@ -1,0 +1,86 @@
+"""What the generator computed before and can prove unchanged: compiled templates and black's
+output, kept for the process and in the project's ``.specgen-cache/`` folder, so `specgen
+check` on an up-to-date checkout neither compiles a template nor runs black.
+
+Each entry is found by a digest of everything it is a function of and carries a digest of its
+own bytes: an entry that does not match is a miss, never an output. The cache only saves
+time; when its folder cannot be read or written, the generator computes as it would without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import jinja2
+
+FOLDER = ".specgen-cache"  # in the project's root, beside pyproject.toml; git ignores it
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Store:
+    """Entries by key, in memory and, where ``folder`` is given, on disk (atomic writes)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, bytes] = {}
+        self.folder: Path | None = None
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.folder is None else self.folder / _digest(key.encode("utf-8"))
+
+    def get(self, key: str) -> bytes | None:
+        """The bytes put under ``key``, if they are found whole."""
+        if (held := self._held.get(key)) is not None:
+            return held
+        path = self._path(key)
+        try:
+            stored = path.read_bytes() if path is not None else b""
+        except OSError:
+            return None
+        check, _, data = stored.partition(b"\n")
+        if not stored or check.decode("ascii", "replace") != _digest(data):
+            return None  # absent, cut short or altered: computed again
+        self._held[key] = data
+        return data
+
+    def put(self, key: str, data: bytes) -> None:
+        """Keep ``data`` under ``key``; a folder that cannot be written is passed over."""
+        self._held[key] = data
+        path = self._path(key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(handle, "wb") as out:
+                out.write(_digest(data).encode("ascii") + b"\n" + data)
+            os.replace(staged, path)
+        except OSError:
+            pass  # a read-only checkout still generates; it only does not save the time
+
+
+STORE = Store()
+
+
+def use_folder(root: Path) -> None:
+    """Keep entries in ``root``'s cache folder from now on."""
+    STORE.folder = root / FOLDER
+
+
+class Bytecode(jinja2.BytecodeCache):
+    """Compiled templates by name (Jinja checks each against its source's checksum)."""
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return f"jinja {jinja2.__version__} {name}"  # its folder: an error names it anyway
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if (code := STORE.get(bucket.key)) is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        STORE.put(bucket.key, bucket.bytecode_to_string())

@@ -1,0 +1,80 @@
+"""The command line's run in a child process whose end the parent sees: a table, kinds or
+format module is user code, and one that ends the process while it is imported (``os._exit``,
+a signal, a C library's ``exit``) would otherwise end specgen with whatever status it chose,
+0 included, with nothing done. Any end but the child's own report of its status is exit 2,
+naming the module being imported when it came."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+_channel: int | None = None  # the child's end of the pipe, in the child only
+
+
+def _say(line: str) -> None:
+    if _channel is not None:
+        os.write(_channel, f"{line}\n".encode())
+
+
+def importing(name: str) -> None:
+    """Tell the parent a project module is being imported (before the import)."""
+    _say(f"importing {name}")
+
+
+def imported(name: str) -> None:
+    """Tell the parent the module's import returned."""
+    _say(f"imported {name}")
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _how(wait_status: int) -> str:
+    if os.WIFSIGNALED(wait_status):
+        return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
+    return f"exit status {os.WEXITSTATUS(wait_status)}"
+
+
+def supervised(run: Callable[[], int], *, bad_input: int) -> int:
+    """``run()``'s status, from a child process: ``bad_input`` when the child ended before
+    reporting one (where the platform cannot fork, ``run()`` in this process)."""
+    global _channel
+    if not hasattr(os, "fork"):
+        return run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the whole command, then its status, then a quiet end
+        os.close(reader)
+        _channel = writer
+        try:
+            status = run()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        _say(f"done {status}")
+        os._exit(status)  # the parent's atexit handlers are the parent's to run
+    os.close(writer)
+    said = _read_all(reader).splitlines()
+    os.close(reader)
+    _, wait_status = os.waitpid(pid, 0)
+    if said and said[-1].startswith("done "):
+        return int(said[-1].removeprefix("done "))
+    where = ""
+    if said and said[-1].startswith("importing "):
+        where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
+    print(
+        f"specgen: the process ended{where} before specgen finished ({_how(wait_status)}); "
+        "nothing was checked or written. A table, kinds or format module must only define "
+        "data: remove what ends the process from its top level and run again",
+        file=sys.stderr,
+    )
+    return bad_input
