@@ -51,7 +51,7 @@ lint: $(STAMP)
 
 # The long property run: 50,000 examples a property (tests/conftest.py, profile "fuzz").
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fidelity.py -p no:cacheprovider
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/generated/test_fidelity.py -p no:cacheprovider
 
 # Side-by-side timings (not part of `make test`): writes docs/bench-results.md (commit it)
 # and benchmarks/results.json. BENCH_ARGS="--huge --before REV": also about 500k modules,

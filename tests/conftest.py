@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from tests.helpers import copy_repo
 
 # Example counts: `ci` (the default, what `make test` runs) and `fuzz` (`make fuzz`).
-# Tests scale their own counts from `max_examples` (see tests/test_fidelity.py). `ci` is
+# Tests scale their own counts from `max_examples` (see tests/generated/test_fidelity.py). `ci` is
 # set by the suite's budget (100 s on a 2-core machine, where the properties took a third
 # of the suite at 1,000 examples): 300 a property; the depth is `make fuzz`'s, 50,000.
 _SLOW_DRAWS = [HealthCheck.too_slow, HealthCheck.data_too_large]

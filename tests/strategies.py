@@ -424,5 +424,5 @@ def plan_source() -> st.SearchStrategy[ShardingPlan]:
     """The plans of the properties: built by ``random_plan`` from one drawn seed (about
     0.2 ms a plan, against ~20 ms for a field-by-field draw), so CI affords hundreds of examples
     a property and ``make fuzz`` 50,000. A failure replays from its seed. The shrinkable
-    ``plans()`` runs too, in tests/test_fidelity.py's drawn-plan properties."""
+    ``plans()`` runs too, in tests/generated/test_fidelity.py's drawn-plan properties."""
     return st.integers(0, 2**64).map(random_plan)

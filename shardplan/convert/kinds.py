@@ -425,7 +425,7 @@ def check_sharded_params(value: Any, path: str, param_plan: dict[str, Any]) -> N
 #
 # Generated code calls a kind's function, and builds the error path it takes, only where
 # the value is not of the common form. A shortcut gives exactly what its kind's function
-# gives (tests/test_kinds_declared.py checks), or a falsy value (None, or an empty result
+# gives (tests/table/test_kinds_declared.py checks), or a falsy value (None, or an empty result
 # the function gives as well) where the function must decide.
 
 

@@ -105,9 +105,9 @@ class Record:
     the JSON type rebuild accepts and its JSON Schema (null is added where the row writes
     null), ``held_as`` the annotation of a CodegenMeta field holding a top-level key of it;
     ``reads_back`` the records whose rebuild reads back everything its freeze writes
-    (tests/test_closure.py checks each pair; a row pairing its freeze with another rebuild
+    (tests/convert/test_closure.py checks each pair; a row pairing its freeze with another rebuild
     has its value read back at freeze by ``admit``). The shortcuts, one a step, and the
-    writer's are optional (tests/test_kinds_declared.py checks they give what the
+    writer's are optional (tests/table/test_kinds_declared.py checks they give what the
     functions give); so are ``consume`` (read_plan's one pass) and, for a derived record,
     ``gather``."""
 

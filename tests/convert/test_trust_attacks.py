@@ -140,7 +140,7 @@ print(json.dumps({"refused": refused, "new": new, "fresh": fresh,
                   "absent": sorted({p.split(".")[0] for p in paths} - before),
                   "before_import": before_import, "after_import": outcomes()}))
 """
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     result = subprocess.run(
         [sys.executable, "-c", script, json.dumps(DANGEROUS), json.dumps(INTERNALS_AND_WRITERS)],
         cwd=tmp_path,
@@ -343,7 +343,7 @@ def test_docs_trust_lists_every_always_refused_name_with_its_reason() -> None:
     assert refused_table() in page, (
         "docs/trust.md's table of always-refused names differs from "
         "shardplan.convert.trust.ALWAYS_REFUSED; paste the output of "
-        "`python -c 'from tests.test_trust_attacks import refused_table; "
+        "`python -c 'from tests.convert.test_trust_attacks import refused_table; "
         "print(refused_table())'`"
     )
 

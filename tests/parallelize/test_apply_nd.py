@@ -1,6 +1,6 @@
 """The N-D apply's pure parts, on one process: placements, the expert mesh, the gradient
 rule, check_fit, and the law that every table row has an apply decision
-(docs/contract.md §13). The multi-process run is tests/test_apply_ranks.py."""
+(docs/contract.md §13). The multi-process run is tests/parallelize/test_apply_ranks.py."""
 
 from __future__ import annotations
 

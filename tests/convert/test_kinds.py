@@ -76,7 +76,7 @@ def frozen_rules(**values: Any) -> list[dict[str, Any]]:
 def rebuilt(**keys: Any) -> ModuleShardingSpec:
     """The spec rebuilt from one entry (and rule) holding the given frozen keys: what each
     kind reads (docs/contract.md §5, "key absent or null"), so leniently. Strict rebuild refuses
-    the values freeze never writes (null, a falsy truthy-kind value): tests/test_laws.py."""
+    the values freeze never writes (null, a falsy truthy-kind value): tests/generated/test_laws.py."""
     entry = {key: value for key, value in keys.items() if key in PARAM_PLAN_KEYS}
     rule = {key: value for key, value in keys.items() if key in INJECTION_KEYS}
     assert len(entry) + len(rule) == len(keys), "unknown frozen key in the test itself"

@@ -111,7 +111,7 @@ def _default_of(field: dataclasses.Field[Any]) -> Any:
 
 def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) -> list[str]:
     """The laws the row breaks as freezing and rebuilding its values shows (the table-driven
-    reference: the generated code gives the same, tests/test_laws.py)."""
+    reference: the generated code gives the same, tests/generated/test_laws.py)."""
     crossing = resolve(row, field)
     default = _default_of(field)
     reference.SPEC_CROSSINGS[NAME] = crossing

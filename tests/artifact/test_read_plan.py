@@ -22,11 +22,11 @@ from shardplan import api
 from shardplan.artifact.meta import load_meta, meta_to_bytes
 from shardplan.errors import MetaError
 from tests import strategies
+from tests.artifact.test_meta_errors import MALFORMED
+from tests.artifact.test_producers import PRODUCERS
+from tests.generated.test_laws import ODD_VALUES, REFUSED_STRICTLY, _planted, bases
 from tests.helpers import CORPUS, CORPUS_FILES
 from tests.older_artifacts import frozen_again_bytes
-from tests.test_laws import ODD_VALUES, REFUSED_STRICTLY, _planted, bases
-from tests.test_meta_errors import MALFORMED
-from tests.test_producers import PRODUCERS
 
 TRUSTED = strategies.TARGET_ENTRIES
 

@@ -84,5 +84,5 @@ def test_the_drift_hook_watches_every_project_module_a_generator_run_imports() -
 def test_the_drift_hook_ignores_files_the_generator_never_reads() -> None:
     pattern = _drift_hook_pattern()
     assert not pattern.match("shardplan/artifact/meta.py")
-    assert not pattern.match("tests/test_precommit_hook.py")
+    assert not pattern.match("tests/generator/test_precommit_hook.py")
     assert not pattern.match("README.md")
