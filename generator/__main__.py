@@ -8,10 +8,14 @@ import importlib.util
 import sys
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .config import find_root, load_config
+from .config import Config, find_root, load_config
 from .errors import GeneratorError
+
+if TYPE_CHECKING:
+    from .pipeline import Generated
 
 GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
 
@@ -130,7 +134,6 @@ def _run_command(
     if command == "table":
         sys.stdout.write(format_table(root))
         return ExitStatus.OK
-    from .emit import compare, write  # run() checked the codegen extra
     from .evolution import LockMode
     from .pipeline import generate
 
@@ -153,14 +156,28 @@ def _run_command(
             f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
         )
     if command in ("check", "diff"):
-        drift = compare(config, generated.files)
-        sys.stdout.write(drift.diff)
-        if command == "check" and drift:
-            print(drift.report(config, bool(generated.changes.breaking)), file=sys.stderr)
-            if whose:
-                print(whose, file=sys.stderr)
-            return ExitStatus.DRIFT
-        return ExitStatus.OK
+        return _compare(command, config, generated, whose)
+    return _write(config, generated, whose)
+
+
+def _compare(command: str, config: Config, generated: Generated, whose: str | None) -> ExitStatus:
+    """check and diff: print the drift; check exits DRIFT on any."""
+    from .emit import compare  # run() checked the codegen extra
+
+    drift = compare(config, generated.files)
+    sys.stdout.write(drift.diff)
+    if command == "check" and drift:
+        print(drift.report(config, bool(generated.changes.breaking)), file=sys.stderr)
+        if whose:
+            print(whose, file=sys.stderr)
+        return ExitStatus.DRIFT
+    return ExitStatus.OK
+
+
+def _write(config: Config, generated: Generated, whose: str | None) -> ExitStatus:
+    """generate: write what changed and say what was written or removed."""
+    from .emit import write  # run() checked the codegen extra
+
     done = write(config, generated.files)
     out = config.output_name
     if done and whose:

@@ -393,6 +393,42 @@ def write(config: Config, expected: dict[str, str]) -> Written:
             os.close(folder)
 
 
+def _set_aside(config: Config, name: str) -> Path | None:
+    """Move an orphan aside under a temporary name (a killed run's are removed by the next
+    run); None where a concurrent run already removed it."""
+    from shardplan.artifact import staging  # write() imported it first
+
+    aside = staging.temp_name(config.output)
+    try:
+        os.replace(config.output / name, aside)
+    except FileNotFoundError:
+        staging.release(aside)
+        return None
+    except BaseException:
+        staging.release(aside)
+        raise
+    return aside
+
+
+def _undo(
+    config: Config,
+    replaced: list[tuple[str, bytes | None]],
+    set_aside: list[tuple[str, Path]],
+    folder: int,
+) -> list[str]:
+    """Put back what a failed write replaced or set aside; return the names left new."""
+    from shardplan.artifact import staging  # write() imported it first
+
+    stuck = _roll_back(config, replaced, folder)
+    for name, aside in set_aside:
+        try:
+            os.replace(aside, config.output / name)
+        except OSError:
+            stuck.append(name)
+        staging.release(aside)
+    return stuck
+
+
 def _put_in_place(
     config: Config,
     old: dict[str, bytes | None],
@@ -403,10 +439,8 @@ def _put_in_place(
     """Rename every staged file into place, then remove the orphans; undo all on failure."""
     from shardplan.artifact import staging  # write() imported it first
 
-    out = config.output_name
     # Orphans are moved aside (not deleted) until every file is in place, so they can be
-    # put back too; under a temporary name, so a killed run's are removed by the next run.
-    # One that is already gone was removed by a concurrent run: fine.
+    # put back too.
     replaced: list[tuple[str, bytes | None]] = []
     set_aside: list[tuple[str, Path]] = []
     action, current = "replace", ""
@@ -418,34 +452,13 @@ def _put_in_place(
         action = "remove"
         for name in orphans:
             current = name
-            aside = staging.temp_name(config.output)
-            try:
-                os.replace(config.output / name, aside)
-            except FileNotFoundError:
-                staging.release(aside)
-                continue
-            except BaseException:
-                staging.release(aside)
-                raise
-            set_aside.append((name, aside))
+            if (aside := _set_aside(config, name)) is not None:
+                set_aside.append((name, aside))
         staging.sync_folder(folder)
     except OSError as exc:
         _discard_quietly(list(staged.values()))
-        stuck = _roll_back(config, replaced, folder)
-        for name, aside in set_aside:
-            try:
-                os.replace(aside, config.output / name)
-            except OSError:
-                stuck.append(name)
-            staging.release(aside)
-        problem = f"cannot {action} {out}/{current}: {exc.strerror}"
-        fix = _fix_for(exc, f"{out}/{current}")
-        if stuck:
-            raise GeneratorError(
-                f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-                f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
-            ) from None
-        raise GeneratorError(f"{problem}; nothing was changed: {fix}") from None
+        stuck = _undo(config, replaced, set_aside, folder)
+        raise _write_failed(config, f"cannot {action}", current, exc, stuck) from None
     for _, aside in set_aside:
         try:
             aside.unlink(missing_ok=True)
@@ -453,3 +466,18 @@ def _put_in_place(
             pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
         staging.release(aside)
     return Written(written=[name for name, _ in replaced], removed=[name for name, _ in set_aside])
+
+
+def _write_failed(
+    config: Config, doing: str, current: str, exc: OSError, stuck: list[str]
+) -> GeneratorError:
+    """The one message of a failed write: what failed, what could not be restored, the fix."""
+    out = config.output_name
+    problem = f"{doing} {out}/{current}: {exc.strerror}"
+    fix = _fix_for(exc, f"{out}/{current}")
+    if stuck:
+        return GeneratorError(
+            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
+            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
+        )
+    return GeneratorError(f"{problem}; nothing was changed: {fix}")

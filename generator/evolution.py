@@ -131,39 +131,51 @@ def _row_edits(
     where the key is in ``gained``, written even at its absent value); aliases too."""
     aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, was in old.items():
-        now = new.get(key)
-        if now is not None:
-            for name, effect, text in ROW_CHANGES:
-                if was[name] != now[name]:
-                    yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
-            for alias in was["aliases"]:
-                if alias not in now["aliases"]:
-                    yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
+        if (now := new.get(key)) is not None:
+            yield from _kept_row_edits(key, was, now)
         elif key in aliases:
             yield BYTES, (
                 f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
                 "(an alias), freeze now writes the new key"
             )
         elif (key, was["group"]) not in retired:
-            renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
-            if renamed:
-                yield BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
-            else:
-                yield BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
+            yield _gone_row_edit(key, was, new)
     for key, row in new.items():
         if key in old:
             for alias in row["aliases"]:
                 if alias not in old[key]["aliases"]:
                     yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
         elif not set(row["aliases"]) & set(old):
-            added = f"row added: {row['name']} (key {key!r}, {row['group']})"
-            if key in gained:
-                yield BYTES, (
-                    f"{added}, written even at its absent value {row['absent']}: older "
-                    "artifacts frozen again gain the key"
-                )
-            else:
-                yield COMPATIBLE, added
+            yield _added_row_edit(key, row, key in gained)
+
+
+def _kept_row_edits(key: str, was: dict[str, Any], now: dict[str, Any]) -> Iterator[Edit]:
+    """What changed in a row whose key stays: its recorded facts, its dropped aliases."""
+    for name, effect, text in ROW_CHANGES:
+        if was[name] != now[name]:
+            yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
+    for alias in was["aliases"]:
+        if alias not in now["aliases"]:
+            yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
+
+
+def _gone_row_edit(key: str, was: dict[str, Any], new: dict[str, Any]) -> Edit:
+    """A key no row reads any more, neither as key nor alias, and not retired: a break."""
+    renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
+    if renamed:
+        return BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
+    return BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
+
+
+def _added_row_edit(key: str, row: dict[str, Any], gained: bool) -> Edit:
+    """A new row: compatible, or changing the bytes where it is written at its absent value."""
+    added = f"row added: {row['name']} (key {key!r}, {row['group']})"
+    if gained:
+        return BYTES, (
+            f"{added}, written even at its absent value {row['absent']}: older "
+            "artifacts frozen again gain the key"
+        )
+    return COMPATIBLE, added
 
 
 def _retirements(
