@@ -47,6 +47,12 @@ TABLE_FILE = "shardplan/table/spec_fields.py"
 # Where add_field() puts a new dataclass field (last) and its row (before the exempt rows).
 LAST_SPEC_FIELD = "    _resolved_inner_target: Any = None\n"
 FIRST_EXEMPT_ROW = '    SpecField("_tp_local_attr_plan", "", GROUP_EXEMPT),\n'
+# A crossing row, and its field, that the table-edit tests remove, retire or rename.
+REGION_ROW = (
+    '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
+    '              doc="Whether the module dispatches its region as a whole."),\n'
+)
+REGION_FIELD = "    region_dispatch: Scalar | None = None\n"
 
 
 def copy_repo(destination: Path) -> Path:
@@ -242,6 +248,12 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
+
+
+def remove_region_dispatch(root: Path) -> None:
+    """Take the region_dispatch row and its field out of the copy at ``root``."""
+    replace_once(root, TABLE_FILE, REGION_ROW, "")
+    replace_once(root, SPEC_FILE, REGION_FIELD, "")
 
 
 def insert_text(path: Path, anchor: str, text: str, *, before: bool = False) -> None:

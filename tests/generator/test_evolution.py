@@ -21,17 +21,18 @@ from shardplan.table.kinds import KINDS, Crossing, Written
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
 from shardplan.table.spec_fields import SPEC_FIELDS
-from tests.helpers import replace_once, run_python_here, run_specgen_here, snapshot
+from tests.helpers import (
+    remove_region_dispatch,
+    replace_once,
+    run_python_here,
+    run_specgen_here,
+    snapshot,
+)
 from tests.older_artifacts import frozen_again
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
 OUT_NAMES_ROW = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN, "name_list", "name_list",'
-REGION_ROW = (
-    '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
-    '              doc="Whether the module dispatches its region as a whole."),\n'
-)
-REGION_FIELD = "    region_dispatch: Scalar | None = None\n"
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
 
@@ -51,11 +52,6 @@ def rebuild_and_refreeze(root: Path, entry: dict[str, object]) -> dict[str, obje
     result = run_python_here(root, "-c", script)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
-
-
-def remove_region_dispatch(root: Path) -> None:
-    edit(root, TABLE, REGION_ROW, "")
-    edit(root, SPEC, REGION_FIELD, "")
 
 
 def lock(root: Path) -> dict[str, object]:

@@ -21,27 +21,17 @@ import pytest
 from generator.lockfile import merge_sides
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec_fields import SPEC_FIELDS
-from tests.helpers import replace_once, run_specgen_here, snapshot
+from tests.helpers import remove_region_dispatch, replace_once, run_specgen_here, snapshot
 
 TABLE = "shardplan/table/spec_fields.py"
 SPEC = "shardplan/table/spec.py"
 KINDS = "shardplan/table/kinds.py"
 LOCK = "generated/table.lock.json"
-REGION_ROW = (
-    '    SpecField("region_dispatch", "region_dispatch", GROUP_PARAM_PLAN, "scalar", "opt_scalar",\n'
-    '              doc="Whether the module dispatches its region as a whole."),\n'
-)
-REGION_FIELD = "    region_dispatch: Scalar | None = None\n"
 OUT_NAMES_KEY = 'SpecField("out_names", "out_names", GROUP_PARAM_PLAN,'
 NO_RETIRED = "RETIRED_KEYS: tuple[RetiredKey, ...] = ()"
 
 
 edit = replace_once
-
-
-def remove_region_dispatch(root: Path) -> None:
-    edit(root, TABLE, REGION_ROW, "")
-    edit(root, SPEC, REGION_FIELD, "")
 
 
 def rename_out_names_without_alias(root: Path) -> None:

@@ -47,7 +47,7 @@ def test_a_template_rendering_invalid_python_shows_the_line() -> None:
 
 
 def test_check_on_a_breaking_edit_names_the_fix_that_works(repo_copy: Path) -> None:
-    from tests.generator.test_lock import remove_region_dispatch
+    from tests.helpers import remove_region_dispatch
 
     remove_region_dispatch(repo_copy)
     check = run_specgen_here(repo_copy, "check")
