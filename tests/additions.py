@@ -199,7 +199,7 @@ FLAG_AFTER_PARAM_PLAN = NewField(
     "ModuleShardingSpec",
     "fuse_norm",
     "bool | None = None",
-    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "flag", "flag", '
     'doc="Whether the norm is fused into the next matmul.")',
     last_of_group("GROUP_PARAM_PLAN"),
 )
@@ -215,7 +215,7 @@ LABEL_FIRST = NewField(
     "ModuleShardingSpec",
     "label",
     "str | None = None",
-    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "str", "str", '
     'doc="A name the planner gives the module, for people reading the artifact.")',
     None,
 )
@@ -343,6 +343,41 @@ README_PLAN_FIELD = ReadmeSteps("Adding a plan-level field", "ShardingPlan", "lo
 README_KIND = ReadmeSteps("Adding a kind", "ModuleShardingSpec", "_ep_size", "int | None = None")
 
 
+# Typed fields (issue 51): every typed kind name, in both tables and every group, with a
+# default other than None and in its "| None" form (None, and another default beside it).
+# The annotation decides the type, so the class is the kinds the type law lets each
+# annotation take: generate and mypy --strict must both pass with all of them.
+_TYPED_KINDS = (
+    ("int", "int", ("3", "0")),
+    ("float", "float", ("0.5", "2")),
+    ("str", "str", ("'auto'", "''")),
+    ("flag", "bool", ("True", "False")),
+)
+
+
+def typed_fields() -> list[NewField]:
+    """One field a (typed kind, group, default): ``T = default`` in each group, and
+    ``T | None = None`` and ``T | None = default`` in alternate groups."""
+    found: list[NewField] = []
+    for kind, annotation, defaults in _TYPED_KINDS:
+        forms = [f"{annotation} = {default}" for default in defaults]
+        forms += [f"{annotation} | None = None", f"{annotation} | None = {defaults[0]}"]
+        for n, form in enumerate(forms * 2):  # each form in two groups at least
+            cls, group, key = _GROUPS[n % len(_GROUPS)]
+            name = f"{_ADJECTIVES[n % len(_ADJECTIVES)]}_{kind}_{n}"
+            found.append(
+                NewField(
+                    cls,
+                    name,
+                    form,
+                    f'SpecField("{{name}}", "{key}", {group}, "{kind}", "{kind}", '
+                    f'doc="A typed setting ({form}).")',
+                    _position(group, _POSITIONS[n % len(_POSITIONS)]),
+                )
+            )
+    return found
+
+
 # Beyond the issue's list: the other groups and a field set after construction.
 SCRATCH_EXEMPT = NewField(
     "ModuleShardingSpec",
@@ -364,7 +399,7 @@ NESTED_PLAN_FLAG = NewField(
     "ShardingPlan",
     "pp_degree",
     "int | None = None",
-    'SpecField("{name}", "parallel_dims.{name}", GROUP_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "parallel_dims.{name}", GROUP_PLAN, "int", "int", '
     'doc="The pipeline-parallel degree the plan was made for.")',
     lambda rows: rows[0],
 )

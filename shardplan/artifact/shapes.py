@@ -38,12 +38,15 @@ _JSON_NAMES = {
 }
 
 
-def expect_json(value: object, types: tuple[type, ...], path: str) -> None:
+def expect_json(
+    value: object, types: tuple[type, ...], path: str, named: tuple[type, ...] = ()
+) -> None:
     """Refuse a value whose type is not exactly one of ``types`` (a tuple is not an array,
-    a bool is not a number): MetaError at ``path``."""
+    a bool is not a number): MetaError at ``path``, naming ``named`` (default: ``types``)
+    as what was expected."""
     if type(value) not in types:
         # An integer is a number: where both are admitted, "a number" says it.
-        named = [t for t in types if not (t is int and float in types)]
+        named = tuple(t for t in named or types if not (t is int and float in types))
         expected = " or ".join(dict.fromkeys(_JSON_NAMES[t] for t in named))
         raise MetaError(path, f"expected {expected}, got {json_type(value)}")
 

@@ -550,7 +550,8 @@ def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field
     given = (gives, absent_type, *([type(None)] if null_is_none else []))
     wrong = [shown_type(m) for t in given for m in _members(t) if not admits(hint, m)]
     if wrong:
-        return f"{_listed(list(dict.fromkeys(wrong)))} is no instance of it"
+        wrong = list(dict.fromkeys(wrong))
+        return f"{_listed(wrong)} {'is no instance' if len(wrong) == 1 else 'are no instances'} of it"
     missing = [t for t in _members(hint) if t in _SCALAR_TYPES and not admits(gives, t)]
     if missing:
         return f"it never gives {_listed([shown_type(t) for t in missing])}, which the field admits"
