@@ -355,15 +355,50 @@ _TYPED_KINDS = (
 )
 
 
+# The issue's example of a kind that disagrees with its annotation: generate offers the
+# kinds that fit, and each offered pair is among the additions (mypy --strict runs on them).
+DISAGREEING = ("bool | None", "scalar", "opt_scalar")
+
+
+def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str, str]]:
+    """The (freeze, rebuild) kind names generate offers for a field ``annotation = None``
+    whose row names ``freeze`` and ``rebuild`` (none where the row fits)."""
+    import dataclasses as dc
+
+    from shardplan.table.kinds import field_types, law_problem, resolve
+    from shardplan.table.rows import SpecField
+
+    probe = dc.make_dataclass("Probe", [("x", eval(annotation), dc.field(default=None))])
+    field, hint = dc.fields(probe)[0], field_types(probe)["x"]
+    row = SpecField("x", "x", "param_plan", freeze, rebuild)
+    crossing = resolve(row, field, hint)
+    if not (crossing.broken_law or crossing.broken_type):
+        return []
+    return re.findall(r"'(\w+)' with '(\w+)'", law_problem(row, field, crossing))
+
+
 def typed_fields() -> list[NewField]:
     """One field a (typed kind, group, default): ``T = default`` in each group, and
-    ``T | None = None`` and ``T | None = default`` in alternate groups."""
-    found: list[NewField] = []
+    ``T | None = None`` and ``T | None = default`` in alternate groups; and one a pair of
+    kinds generate offers for DISAGREEING."""
+    annotation, *kinds = DISAGREEING
+    found = [
+        NewField(
+            "ModuleShardingSpec",
+            f"recompute_{n}",
+            f"{annotation} = None",
+            f'SpecField("{{name}}", "{{name}}", GROUP_PARAM_PLAN, "{freeze}", "{rebuild}", '
+            f'doc="Whether the module recomputes its activations ({freeze}, {rebuild}).")',
+            last_of_group("GROUP_PARAM_PLAN"),
+        )
+        for n, (freeze, rebuild) in enumerate(offered_pairs(annotation, *kinds))
+    ]
     for kind, annotation, defaults in _TYPED_KINDS:
         forms = [f"{annotation} = {default}" for default in defaults]
         forms += [f"{annotation} | None = None", f"{annotation} | None = {defaults[0]}"]
         for n, form in enumerate(forms * 2):  # each form in two groups at least
-            cls, group, key = _GROUPS[n % len(_GROUPS)]
+            # The second round shifts each form to the next group.
+            cls, group, key = _GROUPS[(n + n // len(forms)) % len(_GROUPS)]
             name = f"{_ADJECTIVES[n % len(_ADJECTIVES)]}_{kind}_{n}"
             found.append(
                 NewField(

@@ -89,14 +89,13 @@ def _field_with_default(value: Any) -> dataclasses.Field[Any] | None:
 
 
 def _verdict(row: SpecField, field: dataclasses.Field[Any]) -> str:
-    """generate's refusal of the spec table plus ``row`` for ``field``, or ""."""
+    """generate's refusal of a spec table of ``row`` alone, for ``field``, or ""."""
     facts, form = _kinds_and_format()
     loaded = _spec_table()
+    # The probe row alone, of a class holding the probe field alone (annotated Any: the
+    # type law is tests/test_typed_values.py's): the verdict is the row's, and cheap.
     trial = dataclasses.replace(
-        loaded,
-        rows=(*loaded.rows, row),
-        fields={**loaded.fields, NAME: True},
-        dataclass_fields={**loaded.dataclass_fields, NAME: field},
+        loaded, rows=(row,), fields={NAME: True}, dataclass_fields={NAME: field}, cls=None
     )
     try:
         validate(trial, facts, form)
@@ -151,7 +150,7 @@ def _fits(message: str) -> list[tuple[str, str]]:
 
 
 def test_generate_refuses_exactly_the_rows_whose_values_or_default_do_not_come_back() -> None:
-    number = len(_spec_table().rows) + 1
+    number = 1
     tried = kept = refused = 0
     mismatches = []
     for freeze in _names("freeze"):

@@ -185,6 +185,61 @@ def test_freeze_refuses_a_live_value_of_another_type(case: tuple[type, Any, Any]
         assert caught.value.path.endswith(row.name), (row.name, value, caught.value.path)
 
 
+# ------------------------------------------------------------ generate's third law
+
+
+def _verdict(annotation: Any, freeze: str, rebuild: str) -> str:
+    """generate's refusal of a spec table of one row, ``recompute: <annotation> = None``
+    with these kinds, or ""."""
+    from generator import pipeline
+    from generator.config import load_config
+    from generator.errors import GeneratorError
+    from generator.table import load_tables, validate
+    from shardplan.table.rows import SpecField
+    from tests.helpers import REPO
+
+    config = load_config(REPO)
+    _, facts, form = pipeline._environment(config)
+    loaded = next(t for t in load_tables(config) if t.config.name == "spec")
+    probe = dataclasses.make_dataclass(
+        "Probe", [("recompute", annotation, dataclasses.field(default=None))]
+    )
+    row = SpecField("recompute", "recompute", GROUP_PARAM_PLAN, freeze, rebuild, doc="R.")
+    trial = dataclasses.replace(
+        loaded,
+        rows=(row,),
+        fields={"recompute": True},
+        dataclass_fields={"recompute": dataclasses.fields(probe)[0]},
+        cls=probe,
+    )
+    try:
+        validate(trial, facts, form)
+    except GeneratorError as exc:
+        return str(exc)
+    return ""
+
+
+def test_generate_refuses_kinds_that_disagree_with_the_annotation_naming_those_that_fit() -> None:
+    from tests.additions import DISAGREEING, offered_pairs
+
+    annotation, freeze, rebuild = DISAGREEING
+    refusal = _verdict(bool | None, freeze, rebuild)
+    assert refusal.startswith(
+        "table row 1 (recompute): the field is annotated bool | None, and rebuild "
+        "'opt_scalar' gives str | int | float | bool: str, int and float are no instances "
+        "of it.\n  Kind names that fit: "
+    ), refusal
+    offered = offered_pairs(annotation, freeze, rebuild)
+    assert offered and all(f"{f!r} with {r!r}" in refusal for f, r in offered)
+    # Each pair offered fits (the weekly flow generates them and runs mypy --strict).
+    assert all(not _verdict(bool | None, *pair) for pair in offered)
+    # The kinds of every type: a typed field takes its own kind names, no other's.
+    for kind, hint in (("int", int), ("float", float), ("str", str), ("flag", bool)):
+        assert not _verdict(hint | None, kind, kind), kind
+        others = [k for k in ("int", "float", "str", "flag") if k != kind]
+        assert all(_verdict(hint | None, other, other) for other in others), kind
+
+
 # ------------------------------------------------------------ what is no artifact
 
 
