@@ -378,9 +378,9 @@ def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str,
 
 
 def typed_fields() -> list[NewField]:
-    """One field a (typed kind, group, default): ``T = default`` in each group, and
-    ``T | None = None`` and ``T | None = default`` in alternate groups; and one a pair of
-    kinds generate offers for DISAGREEING."""
+    """For each typed kind, ``T = default`` in each table, and ``T | None = None`` and
+    ``T | None = default`` in the tables' other groups; and one field a pair of kinds
+    generate offers for DISAGREEING."""
     annotation, *kinds = DISAGREEING
     found = [
         NewField(
@@ -393,21 +393,28 @@ def typed_fields() -> list[NewField]:
         )
         for n, (freeze, rebuild) in enumerate(offered_pairs(annotation, *kinds))
     ]
-    for kind, annotation, defaults in _TYPED_KINDS:
-        forms = [f"{annotation} = {default}" for default in defaults]
-        forms += [f"{annotation} | None = None", f"{annotation} | None = {defaults[0]}"]
-        for n, form in enumerate(forms * 2):  # each form in two groups at least
-            # The second round shifts each form to the next group.
-            cls, group, key = _GROUPS[(n + n // len(forms)) % len(_GROUPS)]
-            name = f"{_ADJECTIVES[n % len(_ADJECTIVES)]}_{kind}_{n}"
+    for k, (kind, annotation, defaults) in enumerate(_TYPED_KINDS):
+        # A default other than None in each table, and the "| None" forms beside them;
+        # alternate kinds take the other group of each table.
+        spec, other_spec = (_GROUPS[k % 2], _GROUPS[1 - k % 2])
+        plan, other_plan = (_GROUPS[2 + k % 2], _GROUPS[3 - k % 2])
+        for n, (form, (cls, group, key)) in enumerate(
+            (
+                (f"{annotation} = {defaults[0]}", spec),
+                (f"{annotation} = {defaults[1]}", plan),
+                (f"{annotation} | None = None", other_spec),
+                (f"{annotation} | None = {defaults[0]}", other_plan),
+            )
+        ):
+            name = f"{_ADJECTIVES[(4 * k + n) % len(_ADJECTIVES)]}_{kind}_{n}"
             found.append(
                 NewField(
                     cls,
                     name,
                     form,
                     f'SpecField("{{name}}", "{key}", {group}, "{kind}", "{kind}", '
-                    f'doc="A typed setting ({form}).")',
-                    _position(group, _POSITIONS[n % len(_POSITIONS)]),
+                    f'doc="A typed setting ({form.replace(" | ", " or ")}).")',
+                    _position(group, _POSITIONS[(k + n) % len(_POSITIONS)]),
                 )
             )
     return found

@@ -229,8 +229,8 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     changes = _regenerate_after_check_fails(repo_copy, GRAD_SCALE)
     added, removed = changes["freeze.py"]
     assert not removed
-    # The block, and the import of the kind function it calls.
-    assert added == Counter([*GRAD_SCALE_FREEZE_BLOCK, "    freeze_typed_float,"])
+    # The block, and the import of the kind function it calls (unless a row called it).
+    assert added - Counter(["    freeze_typed_float,"]) == Counter(GRAD_SCALE_FREEZE_BLOCK)
     skip_line = '                value, module_path(fqn) + ".skip_source_lowering"\n            )'
     assert (
         "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
