@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 # The prefixes of a record's functions: freeze, rebuild, and a derived key's strict check.
 PREFIXES = ("freeze", "rebuild", "check")
-DECLARED = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve", "problems", "law_problem")
+DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
+DECLARED += ("problems", "law_problem", "field_types")
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,10 @@ class KindFacts:
     records: dict[str, Record]
     names: dict[str, KindName]
     defined: frozenset[str]  # every top-level name the functions module defines or imports
-    resolve: Callable[[Any, Any], Crossing]
+    resolve: Callable[[Any, Any, Any], Crossing]
     error: type[Exception]  # what resolve raises, its message naming the fix
-    law_problem: Callable[[Any, Any, Any], str]  # a broken defaults law, and the fix
+    law_problem: Callable[[Any, Any, Any], str]  # a broken law (defaults, type), and the fix
+    field_types: Callable[[type], dict[str, Any]]  # a dataclass's annotations, resolved
 
 
 def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
@@ -93,4 +95,5 @@ def read_kinds(root: Path, module: ModuleType) -> KindFacts:
         resolve=module.resolve,
         error=module.KindError,
         law_problem=module.law_problem,
+        field_types=module.field_types,
     )

@@ -192,6 +192,7 @@ class LoadedTable:
     module: str
     source_file: str
     digest: Callable[..., str]  # table_digest(rows, retired)
+    cls: Any = None  # the dataclass, whose annotations the kinds module resolves
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
@@ -336,6 +337,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         module=table_module.__name__,
         source_file=source_file,
         digest=digest,
+        cls=cls,
     )
 
 
@@ -608,6 +610,20 @@ def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
             raise GeneratorError(f"{at}: key, group and reason must be str")
 
 
+def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
+    """Each field's annotation, resolved once a table by the kinds module (the third law
+    holds each row's kinds to it); none for a table without its class (tests)."""
+    if loaded.cls is None:
+        return {}
+    try:
+        return kinds.field_types(loaded.cls)
+    except Exception as exc:  # the class is user code: report, never traceback
+        raise GeneratorError(
+            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): "
+            "annotate each field with a type its module (or an alias there) names"
+        ) from None
+
+
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
@@ -621,6 +637,7 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     first_by_key: dict[str, tuple[int, str]] = {}
     others = 0
     crossings: dict[str, Crossing] = {}
+    hints = _field_types(loaded, kinds)
     for number, row in enumerate(loaded.rows, start=1):
         where = f"{label} {number} ({row.name})"
         found = _row_problems(row, loaded, form)
@@ -628,11 +645,12 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         if role in (CROSSES, DERIVED):
             field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
             try:
-                crossings[row.name] = crossing = kinds.resolve(row, field)
+                hint = hints.get(row.name, Any)
+                crossings[row.name] = crossing = kinds.resolve(row, field, hint)
             except kinds.error as exc:
                 found.append(str(exc))
             else:
-                if field is not None and crossing.broken_law:
+                if field is not None and (crossing.broken_law or crossing.broken_type):
                     found.append(kinds.law_problem(row, field, crossing))
         problems += [f"{where}: {p}" for p in found]
         others += form.roles.get(row.group) == OTHERS

@@ -144,6 +144,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
         if args.html.is_dir():
             raise BadInput(f"--html {args.html}: a folder; name the page's file")
+        _refuse_artifact_as_page(args.file, args.html)
         try:
             groups = page.write_page(view, args.html)
         except ArtifactWriteError as exc:
@@ -152,6 +153,23 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         return ExitStatus.OK
     _write(out, show_parts(view, collapse=args.collapse))
     return ExitStatus.OK
+
+
+def _refuse_artifact_as_page(file: Path, html: Path) -> None:
+    """Refuse a page path that is the artifact itself, or a file holding JSON (an artifact,
+    by its first byte): writing the page would replace it."""
+    try:
+        if html.exists() and html.samefile(file):
+            raise BadInput(f"--html {html}: that is the artifact itself; name another file")
+        with html.open("rb") as existing:
+            head = existing.read(4096).lstrip()
+    except OSError:
+        return  # no such file (the page is new), or one the writer will name
+    if head.startswith(b"{"):
+        raise BadInput(
+            f"--html {html}: it holds JSON (an artifact?), which the page would replace; "
+            "name another file"
+        )
 
 
 def _diff(args: argparse.Namespace, out: TextIO) -> int:

@@ -199,7 +199,7 @@ FLAG_AFTER_PARAM_PLAN = NewField(
     "ModuleShardingSpec",
     "fuse_norm",
     "bool | None = None",
-    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "flag", "flag", '
     'doc="Whether the norm is fused into the next matmul.")',
     last_of_group("GROUP_PARAM_PLAN"),
 )
@@ -215,7 +215,7 @@ LABEL_FIRST = NewField(
     "ModuleShardingSpec",
     "label",
     "str | None = None",
-    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "{name}", GROUP_PARAM_PLAN, "str", "str", '
     'doc="A name the planner gives the module, for people reading the artifact.")',
     None,
 )
@@ -343,6 +343,83 @@ README_PLAN_FIELD = ReadmeSteps("Adding a plan-level field", "ShardingPlan", "lo
 README_KIND = ReadmeSteps("Adding a kind", "ModuleShardingSpec", "_ep_size", "int | None = None")
 
 
+# Typed fields (issue 51): every typed kind name, in both tables and every group, with a
+# default other than None and in its "| None" form (None, and another default beside it).
+# The annotation decides the type, so the class is the kinds the type law lets each
+# annotation take: generate and mypy --strict must both pass with all of them.
+_TYPED_KINDS = (
+    ("int", "int", ("3", "0")),
+    ("float", "float", ("0.5", "2")),
+    ("str", "str", ("'auto'", "''")),
+    ("flag", "bool", ("True", "False")),
+)
+
+
+# The issue's example of a kind that disagrees with its annotation: generate offers the
+# kinds that fit, and each offered pair is among the additions (mypy --strict runs on them).
+DISAGREEING = ("bool | None", "scalar", "opt_scalar")
+
+
+def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str, str]]:
+    """The (freeze, rebuild) kind names generate offers for a field ``annotation = None``
+    whose row names ``freeze`` and ``rebuild`` (none where the row fits)."""
+    import dataclasses as dc
+
+    from shardplan.table.kinds import field_types, law_problem, resolve
+    from shardplan.table.rows import SpecField
+
+    probe = dc.make_dataclass("Probe", [("x", eval(annotation), dc.field(default=None))])
+    field, hint = dc.fields(probe)[0], field_types(probe)["x"]
+    row = SpecField("x", "x", "param_plan", freeze, rebuild)
+    crossing = resolve(row, field, hint)
+    if not (crossing.broken_law or crossing.broken_type):
+        return []
+    return re.findall(r"'(\w+)' with '(\w+)'", law_problem(row, field, crossing))
+
+
+def typed_fields() -> list[NewField]:
+    """For each typed kind, ``T = default`` in each table, and ``T | None = None`` and
+    ``T | None = default`` in the tables' other groups; and one field a pair of kinds
+    generate offers for DISAGREEING."""
+    annotation, *kinds = DISAGREEING
+    found = [
+        NewField(
+            "ModuleShardingSpec",
+            f"recompute_{n}",
+            f"{annotation} = None",
+            f'SpecField("{{name}}", "{{name}}", GROUP_PARAM_PLAN, "{freeze}", "{rebuild}", '
+            f'doc="Whether the module recomputes its activations ({freeze}, {rebuild}).")',
+            last_of_group("GROUP_PARAM_PLAN"),
+        )
+        for n, (freeze, rebuild) in enumerate(offered_pairs(annotation, *kinds))
+    ]
+    for k, (kind, annotation, defaults) in enumerate(_TYPED_KINDS):
+        # A default other than None in each table, and the "| None" forms beside them;
+        # alternate kinds take the other group of each table.
+        spec, other_spec = (_GROUPS[k % 2], _GROUPS[1 - k % 2])
+        plan, other_plan = (_GROUPS[2 + k % 2], _GROUPS[3 - k % 2])
+        for n, (form, (cls, group, key)) in enumerate(
+            (
+                (f"{annotation} = {defaults[0]}", spec),
+                (f"{annotation} = {defaults[1]}", plan),
+                (f"{annotation} | None = None", other_spec),
+                (f"{annotation} | None = {defaults[0]}", other_plan),
+            )
+        ):
+            name = f"{_ADJECTIVES[(4 * k + n) % len(_ADJECTIVES)]}_{kind}_{n}"
+            found.append(
+                NewField(
+                    cls,
+                    name,
+                    form,
+                    f'SpecField("{{name}}", "{key}", {group}, "{kind}", "{kind}", '
+                    f'doc="A typed setting ({form.replace(" | ", " or ")}).")',
+                    _position(group, _POSITIONS[(k + n) % len(_POSITIONS)]),
+                )
+            )
+    return found
+
+
 # Beyond the issue's list: the other groups and a field set after construction.
 SCRATCH_EXEMPT = NewField(
     "ModuleShardingSpec",
@@ -364,7 +441,7 @@ NESTED_PLAN_FLAG = NewField(
     "ShardingPlan",
     "pp_degree",
     "int | None = None",
-    'SpecField("{name}", "parallel_dims.{name}", GROUP_PLAN, "scalar", "opt_scalar", '
+    'SpecField("{name}", "parallel_dims.{name}", GROUP_PLAN, "int", "int", '
     'doc="The pipeline-parallel degree the plan was made for.")',
     lambda rows: rows[0],
 )

@@ -25,7 +25,7 @@ from shardplan.convert.placement_text import REDUCE_OPS
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.format import GROUP_EXEMPT, GROUP_OTHERS, GROUP_PLAN, TOP_LEVEL_GROUPS
-from shardplan.table.kinds import Crossing, resolve
+from shardplan.table.kinds import Crossing, field_types, resolve
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
@@ -279,6 +279,11 @@ POOLS: dict[str, Callable[[Any], Any]] = {
     ],
     "bool": lambda r: r.random() < 0.5,
     "scalar_unless_default": lambda r: r.choice([True, False, 0, 1, 3, 2.5, "s", ""]),
+    # The typed kinds: values of their own type only (the annotation refuses the rest).
+    "int": lambda r: r.choice([0, 1, 3, -7, 2**40]),
+    "float": lambda r: r.choice([0.0, 0.5, -2.5, 1e300, 3]),
+    "str": lambda r: r.choice(["", "s", "é", 'a"b']),
+    "flag": lambda r: r.random() < 0.5,
 }
 # Runtime state in exempt fields, which freeze must ignore whatever it holds.
 _EXEMPT_POOL: list[Any] = [None, True, {"heads": 4}, len]
@@ -297,6 +302,7 @@ def _defaults(cls: type) -> dict[str, Any]:
     }
 
 
+_HINTS = {cls: field_types(cls) for cls in (ModuleShardingSpec, ShardingPlan)}
 _SPEC_DEFAULTS = _defaults(ModuleShardingSpec)
 _PLAN_DEFAULTS = _defaults(ShardingPlan)
 
@@ -306,7 +312,8 @@ def crossing_of(row: Any) -> Crossing:
     """The row's crossing, against the class its table describes; resolved once a row (a
     draw asks for it per value, and resolving parses literals)."""
     cls = ShardingPlan if row.group in TOP_LEVEL_GROUPS else ModuleShardingSpec
-    return resolve(row, next((f for f in dataclasses.fields(cls) if f.name == row.name), None))
+    field = next((f for f in dataclasses.fields(cls) if f.name == row.name), None)
+    return resolve(row, field, _HINTS[cls].get(row.name, Any))
 
 
 def _reads_back(row: Any, value: Any) -> bool:

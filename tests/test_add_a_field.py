@@ -57,8 +57,8 @@ class NewField:
 GRAD_SCALE = NewField(
     name="grad_scale",
     declaration="grad_scale: float | None = None",
-    after_declaration="skip_source_lowering: int | None = None",
-    row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "scalar", "opt_scalar", doc="Loss scale.")',
+    after_declaration="skip_source_lowering: int | bool | None = None",
+    row='SpecField("grad_scale", "grad_scale", GROUP_PARAM_PLAN, "float", "float", doc="Loss scale.")',
     after_row=(
         'SpecField("skip_source_lowering", "skip_source_lowering", GROUP_PARAM_PLAN,\n'
         '              "int_truthy", "int_or_true",\n'
@@ -216,14 +216,10 @@ def _assert_generated_agrees_with_reference(outcome: dict[str, Any]) -> None:
 # ------------------------------------------------------------------- a param_plan field
 
 GRAD_SCALE_FREEZE_BLOCK = [
-    "        # grad_scale: scalar, written when not None",
+    "        # grad_scale: typed_float, written when not None",
     "        value = spec.grad_scale",
     "        if value is not None:",
-    '            entry["grad_scale"] = (',
-    "                value",
-    "                if type(value) in (str, bool)",
-    '                else freeze_scalar(value, module_path(fqn) + ".grad_scale")',
-    "            )",
+    '            entry["grad_scale"] = freeze_typed_float(value, module_path(fqn) + ".grad_scale")',
 ]
 
 
@@ -233,7 +229,8 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     changes = _regenerate_after_check_fails(repo_copy, GRAD_SCALE)
     added, removed = changes["freeze.py"]
     assert not removed
-    assert added == Counter(GRAD_SCALE_FREEZE_BLOCK)
+    # The block, and the import of the kind function it calls (unless a row called it).
+    assert added - Counter(["    freeze_typed_float,"]) == Counter(GRAD_SCALE_FREEZE_BLOCK)
     skip_line = '                value, module_path(fqn) + ".skip_source_lowering"\n            )'
     assert (
         "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
@@ -241,14 +238,14 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
 
     added, removed = changes["rebuild.py"]
     assert not removed
-    assert "        # grad_scale: scalar, None when absent" in added
+    assert "        # grad_scale: typed_float, None when absent" in added
     assert '    "grad_scale",' in added  # PARAM_PLAN_KEYS: unknown keys stay strict errors
     # Declared after skip_source_lowering, so among the fields the spec is given by position.
     assert "            grad_scale," in added and '        "grad_scale",' in added
     # The common value by its exact type, the rest through the kind's function.
-    assert "        if type(value) in (str, bool, int, float):" in added
+    assert "        if type(value) in (float, int):" in added
     assert "            grad_scale: float | None = value" in added
-    assert any(line.startswith("            grad_scale = rebuild_scalar(") for line in added)
+    assert any(line.startswith("            grad_scale = rebuild_typed_float(") for line in added)
 
 
 def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(

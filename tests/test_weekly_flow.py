@@ -34,6 +34,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,11 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
         name
         for name, crossing in (
             (addition.add(root), "GROUP_EXEMPT" not in addition.row)
-            for addition in (*additions.every_kind_field(), *additions.EVERY_FIELD)
+            for addition in (
+                *additions.every_kind_field(),
+                *additions.EVERY_FIELD,
+                *additions.typed_fields(),
+            )
         )
         if crossing
     ]
@@ -121,6 +126,7 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
         (root / "generated" / "freeze.py").read_text(),
     ), kind_row
 
+    _passes_ci_checks(root)
     suite = run_in(
         root,
         "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-m", NOT_IN_THE_COPY,
@@ -130,3 +136,64 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
     summary = suite.stdout.strip().splitlines()[-1] if suite.stdout.strip() else ""
     assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-3000:]
     assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
+
+
+def _make(root: Path, target: str) -> subprocess.CompletedProcess[str]:
+    """`make <target>` in ``root``, as CI runs it, with this interpreter's folder standing
+    in for the project's venv."""
+    return subprocess.run(
+        ["make", "-s", target, "STAMP=", f"BIN={Path(sys.executable).parent}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _passes_ci_checks(root: Path) -> None:
+    """What CI runs besides the tests: `make check` and `make mypy` (mypy --strict over
+    generated/, shardplan/ and generator/), in the copy."""
+    for target in ("check", "mypy"):
+        done = _make(root, target)
+        assert done.returncode == 0, (target, done.stdout[-4000:], done.stderr[-2000:])
+
+
+# README's plan-level field, read from an artifact written before it and holding "abc".
+OLDER_AND_WRONG = """
+import json, sys, tempfile
+from pathlib import Path
+from shardplan import MetaError, read_plan
+name = sys.argv[1]
+path = Path(tempfile.mkdtemp()) / "codegen_meta.json"
+path.write_text(json.dumps({"param_plan": {"m": {}}}))
+print(json.dumps([getattr(read_plan(path, allow_targets=()), name)]))
+path.write_text(json.dumps({"param_plan": {"m": {}}, name: "abc"}))
+try:
+    read_plan(path, allow_targets=())
+except MetaError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+@pytest.mark.copies_the_suite
+def test_readme_field_sections_followed_as_written_pass_what_ci_runs(tmp_path: Path) -> None:
+    """README "Adding a spec field" and "Adding a plan-level field", exactly as written, in
+    a fresh copy: `make codegen`, then the tests of the tables and of typed values, `make
+    check` and `make mypy` all pass, and the plan-level field reads its default from an
+    older artifact and refuses "abc"."""
+    root = copy_checkout(tmp_path)
+    spec_field = additions.README_SPEC_FIELD.add(root)
+    plan_field = additions.README_PLAN_FIELD.add(root)
+    make = make_codegen(root)
+    assert make.returncode == 0, make.stdout + make.stderr
+    for name in (spec_field, plan_field):
+        assert f"row added: {name} " in make.stdout, make.stdout
+    _passes_ci_checks(root)
+    read = run_in(root, "-c", OLDER_AND_WRONG, plan_field)
+    assert read.returncode == 0, read.stderr
+    default, refusal = map(json.loads, read.stdout.splitlines())
+    assert default == [1]
+    assert refusal == f"{plan_field}: expected an integer, got string"
+    tests = ("tests/test_typed_values.py", "tests/test_table.py", "tests/test_plan_table.py")
+    suite = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, timeout=600)
+    assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-3000:]

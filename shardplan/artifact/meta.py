@@ -26,6 +26,7 @@ from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.json_values import MAX_DOCUMENT_DEPTH, raise_if_unwritable
 from shardplan.errors import MetaError, check_argument, described, json_type, key_path
 from shardplan.staleness import generated_modules
+from shardplan.table.format import GROUP_PARAM_PLAN
 
 # The document's dataclass is generated from the tables (one field per top-level key the
 # plan table owns); a missing generated/meta.py is reported with the command that makes it.
@@ -44,6 +45,8 @@ def meta_from_dict(data: object) -> CodegenMeta:
     under an older name (a row's alias) is read as the field's current name."""
     if not isinstance(data, dict):
         raise MetaError("", f"a codegen meta must be a JSON object, got {json_type(data)}")
+    if GROUP_PARAM_PLAN not in data:  # another JSON file: its keys would all ride along
+        raise MetaError("", f"not a codegen_meta artifact: no {GROUP_PARAM_PLAN}")
     for old, new in RENAMED.items():
         if old in data:
             if new in data:

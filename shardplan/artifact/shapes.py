@@ -32,17 +32,22 @@ _JSON_NAMES = {
     list: "an array",
     str: "a string",
     bool: "a boolean",
-    int: "a number",
+    int: "an integer",
     float: "a number",
     type(None): "null",
 }
 
 
-def expect_json(value: object, types: tuple[type, ...], path: str) -> None:
+def expect_json(
+    value: object, types: tuple[type, ...], path: str, named: tuple[type, ...] = ()
+) -> None:
     """Refuse a value whose type is not exactly one of ``types`` (a tuple is not an array,
-    a bool is not a number): MetaError at ``path``."""
+    a bool is not a number): MetaError at ``path``, naming ``named`` (default: ``types``)
+    as what was expected."""
     if type(value) not in types:
-        expected = " or ".join(dict.fromkeys(_JSON_NAMES[t] for t in types))
+        # An integer is a number: where both are admitted, "a number" says it.
+        named = tuple(t for t in named or types if not (t is int and float in types))
+        expected = " or ".join(dict.fromkeys(_JSON_NAMES[t] for t in named))
         raise MetaError(path, f"expected {expected}, got {json_type(value)}")
 
 

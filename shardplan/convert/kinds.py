@@ -173,6 +173,29 @@ def freeze_bool(value: Any, path: str) -> bool:
     return value
 
 
+def freeze_typed_int(value: Any, path: str) -> int:
+    """An int, written as it is (a bool is no int here: JSON tells them apart)."""
+    if type(value) is bool or not isinstance(value, int):
+        raise FreezeError(path, f"expected an int, got {described(value)}")
+    check_json_value(value, path)
+    return value
+
+
+def freeze_typed_float(value: Any, path: str) -> float:
+    """A float, or an int (PEP 484 lets it stand for one), finite, written as it is."""
+    if type(value) is bool or not isinstance(value, (int, float)):
+        raise FreezeError(path, f"expected a float, got {described(value)}")
+    check_json_value(value, path)
+    return value
+
+
+def freeze_typed_str(value: Any, path: str) -> str:
+    """A str, written as it is."""
+    if not isinstance(value, str):
+        raise FreezeError(path, f"expected a str, got {described(value)}")
+    return value
+
+
 def freeze_sharded_params(param_plan: dict[str, dict[str, Any]]) -> list[str]:
     """Derived from the frozen entries: sorted FQNs of the parameters with any axis not
     replicated. write_plan's entries hold live tables (placements where texts would be).
@@ -373,6 +396,28 @@ def rebuild_int(value: Any, path: str) -> int:
     """An integer (not a boolean)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise MetaError(path, f"expected an integer, got {json_type(value)}")
+    return value
+
+
+def rebuild_typed_int(value: Any, path: str) -> int:
+    """An integer (``true`` is no integer)."""
+    if type(value) is bool or not isinstance(value, int):
+        raise MetaError(path, f"expected an integer, got {json_type(value)}")
+    return value
+
+
+def rebuild_typed_float(value: Any, path: str) -> float:
+    """A number, as it is: an integer stays the int freeze wrote (so it is written back as
+    it was), which a float field admits."""
+    if type(value) is bool or not isinstance(value, (int, float)):
+        raise MetaError(path, f"expected a number, got {json_type(value)}")
+    return value
+
+
+def rebuild_typed_str(value: Any, path: str) -> str:
+    """A string."""
+    if not isinstance(value, str):
+        raise MetaError(path, f"expected a string, got {json_type(value)}")
     return value
 
 

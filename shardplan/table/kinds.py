@@ -14,9 +14,12 @@ crossings ``resolve`` gives; nothing asks a kind name again. ``problems`` and
 from __future__ import annotations
 
 import ast
+import collections.abc
 import dataclasses
 import difflib
 import functools
+import types
+import typing
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -109,11 +112,13 @@ class Record:
     has its value read back at freeze by ``admit``). The shortcuts, one a step, and the
     writer's are optional (tests/table/test_kinds_declared.py checks they give what the
     functions give); so are ``consume`` (read_plan's one pass) and, for a derived record,
-    ``gather``."""
+    ``gather``. ``gives`` is the live type its rebuild function returns, a type expression
+    over the plan classes' module (the third law holds it against a field's annotation)."""
 
     shows: str
     schema: dict[str, Any]
     held_as: str
+    gives: str = "Any"
     reads_back: tuple[str, ...] = ()
     freeze_shortcut: Shortcut | None = None
     rebuild_shortcut: Shortcut | None = None
@@ -159,6 +164,7 @@ KINDS: dict[str, Record] = {
         shows="object: name -> named placement",
         schema={"type": "object", "additionalProperties": {"$ref": "#/$defs/named_placement"}},
         held_as="dict[str, dict[str, dict[str, str]]]",
+        gives="dict[str, dict[str, Placement]]",
         reads_back=("placements",),
         freeze_shortcut=Shortcut(call="common_frozen_table"),
         rebuild_shortcut=Shortcut(
@@ -177,6 +183,7 @@ KINDS: dict[str, Record] = {
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
+        gives="list[str]",
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
@@ -186,6 +193,7 @@ KINDS: dict[str, Record] = {
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
+        gives="tuple[str, ...]",
         rebuild_shortcut=Shortcut(call="common_string_tuple"),
         consume=Consume("consume_string_tuple"),
     ),
@@ -193,6 +201,7 @@ KINDS: dict[str, Record] = {
         shows="string, number or boolean",
         schema={"type": ["string", "number", "boolean"]},
         held_as="str | int | float | bool",
+        gives="str | int | float | bool",
         reads_back=("scalar",),
         freeze_shortcut=Shortcut(exactly=(str, bool)),
         rebuild_shortcut=Shortcut(exactly=(str, bool, int, float)),
@@ -201,6 +210,7 @@ KINDS: dict[str, Record] = {
         shows="boolean",
         schema={"type": "boolean"},
         held_as="bool",
+        gives="bool",
         reads_back=("bool",),
         freeze_shortcut=Shortcut(exactly=(bool,)),
         rebuild_shortcut=Shortcut(exactly=(bool,)),
@@ -209,6 +219,7 @@ KINDS: dict[str, Record] = {
         shows="integer",
         schema={"type": "integer"},
         held_as="int",
+        gives="int",
         reads_back=("scalar", "int_or_true"),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -216,6 +227,35 @@ KINDS: dict[str, Record] = {
         shows="non-zero integer or true",
         schema={"type": ["integer", "boolean"]},
         held_as="int | bool",
+        gives="int | bool",
+    ),
+    # The ordinary typed values a planner adds: each freezes and rebuilds exactly its type
+    # (an int is no bool; a float field takes an int as it is, as PEP 484 lets it). No
+    # freeze shortcut for numbers: an int too long for text and NaN take the check.
+    "typed_int": Record(
+        shows="integer",
+        schema={"type": "integer"},
+        held_as="int",
+        gives="int",
+        reads_back=("typed_int",),
+        rebuild_shortcut=Shortcut(exactly=(int,)),
+    ),
+    "typed_float": Record(
+        shows="number",
+        schema={"type": "number"},
+        held_as="float",
+        gives="float",
+        reads_back=("typed_float",),
+        rebuild_shortcut=Shortcut(exactly=(float, int)),
+    ),
+    "typed_str": Record(
+        shows="string",
+        schema={"type": "string"},
+        held_as="str",
+        gives="str",
+        reads_back=("typed_str",),
+        freeze_shortcut=Shortcut(exactly=(str,)),
+        rebuild_shortcut=Shortcut(exactly=(str,)),
     ),
     "injected": Record(
         shows="Target object, registry name, named placement or contract",
@@ -228,6 +268,7 @@ KINDS: dict[str, Record] = {
             ]
         },
         held_as="Any",
+        gives="Target | str | dict[str, Placement] | dict[str, dict[str, Placement]]",
         reads_back=("injected",),
         freeze_shortcut=Shortcut(exactly=(str,)),
         rebuild_shortcut=Shortcut(exactly=(str,)),
@@ -236,12 +277,14 @@ KINDS: dict[str, Record] = {
         shows="object",
         schema={"type": "object"},
         held_as="dict[str, Any]",
+        gives="dict[str, Any]",
         reads_back=("json_object",),
     ),
     "handler_map": Record(
         shows="object: FQN -> handler name",
         schema={"type": "object", "additionalProperties": {"type": "string"}},
         held_as="dict[str, str]",
+        gives="dict[str, str]",
         reads_back=("handler_map",),
     ),
     "pairs": Record(
@@ -251,6 +294,7 @@ KINDS: dict[str, Record] = {
             "items": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
         },
         held_as="list[list[str]]",
+        gives="list[tuple[str, str]]",
         reads_back=("pairs",),
     ),
     # Derived: freeze computes it from the frozen entries; strict rebuild checks it.
@@ -258,6 +302,7 @@ KINDS: dict[str, Record] = {
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
+        gives="list[str]",
         reads_back=("sharded_params",),
         gather=Gather(
             key="params",
@@ -289,6 +334,12 @@ KIND_NAMES: dict[str, KindName] = {
     "bool_default_false": KindName(rebuild=Reads("bool", "False")),
     "int_truthy": KindName(Writes("int", Written.TRUTHY), Reads("int")),
     "int_or_true": KindName(rebuild=Reads("int_or_true")),
+    # Typed fields: written when not the default, an absent key read as it; None, where the
+    # annotation admits it and it is no default, written as null.
+    "int": KindName(Writes("typed_int", Written.NOT_DEFAULT), Reads("typed_int")),
+    "float": KindName(Writes("typed_float", Written.NOT_DEFAULT), Reads("typed_float")),
+    "str": KindName(Writes("typed_str", Written.NOT_DEFAULT), Reads("typed_str")),
+    "flag": KindName(Writes("bool", Written.NOT_DEFAULT), Reads("bool")),
     "value_to_dict": KindName(freeze=Writes("injected", Written.NOT_NONE)),
     "injection_target": KindName(rebuild=Reads("injected")),
     "dict_copy": KindName(Writes("json_object", Written.TRUTHY), Reads("json_object")),
@@ -314,6 +365,13 @@ class Crossing:
     # How the crossing breaks the defaults laws for its field (docs/contract.md §6), said as
     # what comes back instead; "" where both hold (derive_law).
     broken_law: str = ""
+    # The field's annotation, resolved (field_types): the type its values are. Whether it
+    # admits None (a null reads as None only where it does), and how the crossing breaks
+    # the third law (what the rebuild gives that the annotation does not admit; "" where it
+    # holds).
+    hint: Any = Any
+    admits_none: bool = True
+    broken_type: str = ""
 
     def function(self, step: str) -> str:
         """The name of the function ``step`` calls: ``freeze_<record>``, ``rebuild_<record>``,
@@ -337,8 +395,9 @@ class Crossing:
     @property
     def null_is_none(self) -> bool:
         """A null reads back as None and an absent key as the default, which is not None
-        (written when not the default): rebuild tells the two apart."""
-        return self.written is Written.NOT_DEFAULT and self.absent != "None"
+        (written when not the default), where the field admits None: rebuild tells the two
+        apart. (Where it does not, None is no value to write: freeze refuses it by type.)"""
+        return self.written is Written.NOT_DEFAULT and self.absent != "None" and self.admits_none
 
     @property
     def refuses_none(self) -> bool:
@@ -382,6 +441,131 @@ class Crossing:
 _SCALARS = (type(None), bool, int, float, str)
 
 
+# ------------------------------------------------------------ the third law: types
+#
+# A field's annotation says what its values are; the rebuild kind says what it gives. The
+# annotation is resolved once a class (field_types), the names only a type checker imports
+# (torch's Placement, Target) standing for themselves; what a record gives is resolved the
+# same way. ``admits`` is the little of PEP 484 the law needs: unions, Any, a class and its
+# subclasses, except that a bool is no int (JSON tells them apart, and so do we), an int
+# stands for a float (PEP 484's numeric tower), and a container's parameters.
+
+_STAND_INS: dict[str, type] = {}
+_CALLABLE: Any = collections.abc.Callable
+_SCALAR_TYPES = (bool, int, float, str)
+
+
+def _stand_in(name: str) -> type:
+    """The one class standing for a name only a type checker imports (Placement, Target)."""
+    return _STAND_INS.setdefault(name, type(name, (), {"__module__": "typing-only"}))
+
+
+def _with_stand_ins(evaluate: Any) -> Any:
+    """``evaluate(names)``, again with a stand-in for each name it finds undefined."""
+    names: dict[str, Any] = {}
+    while True:
+        try:
+            return evaluate(names)
+        except NameError as exc:
+            if exc.name is None or exc.name in names:
+                raise
+            names[exc.name] = _stand_in(exc.name)
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Every field's annotation of the dataclass ``cls``, resolved (its module's aliases,
+    Scalar, Injected, PlacementMap, followed), by field name."""
+    return _with_stand_ins(lambda names: typing.get_type_hints(cls, localns=names))  # type: ignore[no-any-return]
+
+
+@functools.cache
+def record_type(record: str) -> Any:
+    """What the rebuild function of ``record`` gives (its ``gives``), resolved."""
+    space = {"Any": Any}
+    return _with_stand_ins(lambda names: eval(KINDS[record].gives, space, names))  # noqa: S307
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    """The members of a union, else the type itself."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return tuple(m for arg in typing.get_args(hint) for m in _members(arg))
+    return (hint,)
+
+
+def admits(annotation: Any, given: Any) -> bool:
+    """Whether every value of type ``given`` is an instance of ``annotation`` (see above)."""
+    return all(any(_admits_one(a, g) for a in _members(annotation)) for g in _members(given))
+
+
+def _admits_one(annotation: Any, given: Any) -> bool:
+    if annotation is Any or given is Any:
+        return True
+    outer, inner = typing.get_origin(annotation) or annotation, typing.get_origin(given) or given
+    if outer is float and inner is int:
+        return True
+    if not (isinstance(outer, type) and isinstance(inner, type)) or not issubclass(inner, outer):
+        return False
+    if outer is int and inner is bool:
+        return False
+    if outer is _CALLABLE:  # its parameters are no container's
+        return True
+    wanted, found = typing.get_args(annotation), typing.get_args(given)
+    if not wanted or not found:
+        return True
+    if wanted[-1] is Ellipsis:  # tuple[X, ...]
+        return all(admits(wanted[0], f) for f in found if f is not Ellipsis)
+    if found[-1] is Ellipsis or len(wanted) != len(found):
+        return False
+    return all(admits(w, f) for w, f in zip(wanted, found, strict=True))
+
+
+def shown_type(hint: Any) -> str:
+    """A resolved type as its annotation reads (``int | None``, ``Mapping[str, ...]``)."""
+    if hint is type(None) or hint is None:
+        return "None"
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " | ".join(shown_type(m) for m in _members(hint))
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    return repr(hint).replace("typing.", "").replace("collections.abc.", "").replace(
+        "typing-only.", ""
+    )
+
+
+def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field: Any) -> str:
+    """How a crossing breaks the third law (docs/contract.md §6), said as what the rebuild
+    gives that the annotation ``hint`` does not admit; "" where it holds. The rebuild gives
+    its record's type, the absent value and (null read as None) None; each must be an
+    instance of the annotation, and so must the dataclass default. The annotation's own
+    scalar types must be what the rebuild gives (an int kind cannot carry a float field's
+    2.5)."""
+    if hint is Any:
+        return ""
+    gives = record_type(rebuild)
+    absent_type = type(ast.literal_eval(absent))
+    default_types: list[Any] = []
+    if field is not None and _states_default(field):
+        default = field.default_factory() if callable(field.default_factory) else field.default
+        default_types.append(type(default))
+    given = (gives, absent_type, *([type(None)] if null_is_none else []))
+    wrong = [shown_type(m) for t in given for m in _members(t) if not admits(hint, m)]
+    if wrong:
+        wrong = list(dict.fromkeys(wrong))
+        return f"{_listed(wrong)} {'is no instance' if len(wrong) == 1 else 'are no instances'} of it"
+    missing = [t for t in _members(hint) if t in _SCALAR_TYPES and not admits(gives, t)]
+    if missing:
+        return f"it never gives {_listed([shown_type(t) for t in missing])}, which the field admits"
+    for kind in default_types:
+        if not admits(hint, kind):
+            return f"the default, {shown_type(kind)}, is no instance of the annotation"
+    return ""
+
+
+def _listed(words: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 class KindError(ValueError):
     """A row whose crossing cannot be resolved; ``str()`` says why and the fix."""
 
@@ -396,7 +580,9 @@ def _states_default(field: dataclasses.Field[Any]) -> bool:
     )
 
 
-def _broken_law(written: Written, absent: str, field: dataclasses.Field[Any] | None) -> str:
+def _broken_law(
+    written: Written, absent: str, field: dataclasses.Field[Any] | None, rebuild: str = ""
+) -> str:
     """How a presence breaks the defaults laws (docs/contract.md §6) for the dataclass
     ``field`` (None: the row names none), said as what comes back instead; "" when both
     hold. (a) An absent key rebuilds the field's default. (b) A value freeze leaves
@@ -414,7 +600,26 @@ def _broken_law(written: Written, absent: str, field: dataclasses.Field[Any] | N
             "a falsy value is never written (written when truthy), so 0, False or an "
             f"empty value would rebuild as {absent} instead"
         )
+    value = ast.literal_eval(default) if default is not None else None
+    # (c) A default freeze writes comes back as itself, of its own type.
+    if default is not None and value is not None and rebuild and _writes(written, absent, value):
+        gives = record_type(rebuild)
+        if not admits(gives, type(value)):
+            return (
+                f"freeze writes it, and rebuild gives a {type(value).__name__} back as "
+                f"{shown_type(gives)} instead"
+            )
     return ""
+
+
+def _writes(written: Written, absent: str, value: Any) -> bool:
+    """Whether freeze writes ``value`` under a row of this presence (Crossing.writes)."""
+    if written is Written.ALWAYS:
+        return True
+    if written is Written.NOT_DEFAULT:
+        parsed = ast.literal_eval(absent)
+        return not (type(value) is type(parsed) and value == parsed)
+    return bool(value) if written is Written.TRUTHY else value is not None
 
 
 def default_literal(field: dataclasses.Field[Any]) -> str | None:
@@ -532,11 +737,12 @@ def _named(row: SpecField, step: str) -> KindName:
     return kind
 
 
-def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
+def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = Any) -> Crossing:
     """The row's crossing: its kind names' records, and its presence, the row's own
     ``written``/``absent`` first, then its kind names', then (absent) the default of the
-    dataclass ``field`` (None: a derived row, which names no field). KindError says why
-    it cannot be resolved."""
+    dataclass ``field`` (None: a derived row, which names no field), held against the
+    field's resolved annotation ``hint`` (field_types; Any: no type law). KindError says
+    why it cannot be resolved."""
     freeze, rebuild = _named(row, "freeze").freeze, _named(row, "rebuild").rebuild
     assert freeze is not None and rebuild is not None  # _named refused a name without it
     no_literal = field is not None and _states_default(field) and default_literal(field) is None
@@ -561,6 +767,8 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
         )
     if problem := literal_problem(absent):
         raise KindError(f"absent={problem}")
+    admits_none = field is None or admits(hint, type(None))
+    null_is_none = written is Written.NOT_DEFAULT and absent != "None" and admits_none
     return Crossing(
         freeze=freeze.record,
         rebuild=rebuild.record,
@@ -569,40 +777,70 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None) -> Crossing:
         annotation=str(field.type) if field else "",
         freeze_record=KINDS[freeze.record],
         rebuild_record=KINDS[rebuild.record],
-        broken_law=_broken_law(written, absent, field),
+        broken_law=_broken_law(written, absent, field, rebuild.record),
+        hint=hint,
+        admits_none=admits_none,
+        broken_type=_broken_type(hint, rebuild.record, absent, null_is_none, field)
+        if field is not None
+        else "",
     )
+
+
+def _fits(row: SpecField, field: dataclasses.Field[Any], hint: Any, same: Crossing | None) -> list[str]:
+    """The pairs of kind names that keep all three laws for the field and carry every
+    value (none refuses None at freeze), as ``'freeze' with 'rebuild'``: of the records of
+    ``same`` where it is given, else every pair whose rebuild reads back what its freeze
+    writes."""
+    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
+    fits = []
+    for rebuild, kind in KIND_NAMES.items():
+        if kind.rebuild is None or same and kind.rebuild.record != same.rebuild:
+            continue
+        for freeze, other in KIND_NAMES.items():
+            if other.freeze is None or same and other.freeze.record != same.freeze:
+                continue
+            if not same and kind.rebuild.record not in KINDS[other.freeze.record].reads_back:
+                continue
+            if not same and KINDS[kind.rebuild.record].gather:  # derived: fills no field
+                continue
+            try:
+                offered = resolve(
+                    dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field, hint
+                )
+            except KindError:
+                continue
+            if not (offered.refuses_none or offered.broken_law or offered.broken_type):
+                fits.append(f"{freeze!r} with {rebuild!r}")
+    return fits
 
 
 def law_problem(row: SpecField, field: dataclasses.Field[Any], crossing: Crossing) -> str:
     """Why the row's kinds lose its field's default or a value freeze leaves unwritten
-    (``crossing.broken_law``), and the kind names of the same records that keep both laws
-    and carry every value (none refuses None at freeze), as generate says it."""
-    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
-    fits = []
-    for rebuild, kind in KIND_NAMES.items():
-        if not (kind.rebuild and kind.rebuild.record == crossing.rebuild):
-            continue
-        for freeze, other in KIND_NAMES.items():
-            if not (other.freeze and other.freeze.record == crossing.freeze):
-                continue
-            try:
-                offered = resolve(dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field)
-            except KindError:
-                continue
-            if not (offered.refuses_none or offered.broken_law):
-                fits.append(f"{freeze!r} with {rebuild!r}")
+    (``crossing.broken_law``), or give a value its annotation does not admit
+    (``crossing.broken_type``), and the kind names that keep all three laws (of the same
+    records first) and carry every value, as generate says it."""
+    fits = _fits(row, field, crossing.hint, crossing)
+    if not fits and crossing.hint is not Any:  # a typed field: the kinds of its type
+        fits = _fits(row, field, crossing.hint, None)
     own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
     fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
     if not fits:
+        records = f" of records {crossing.freeze!r} and {crossing.rebuild!r}"
         fix = (
-            f"No kind name of records {crossing.freeze!r} and {crossing.rebuild!r} keeps it: "
-            'add one (README, "Adding a kind"), or give the field a default its kinds keep.'
+            f"No kind name{records if crossing.hint is Any else ''} keeps it: add one "
+            '(README, "Adding a kind"), or give the field a default its kinds keep.'
         )
-    default = field.default_factory() if callable(field.default_factory) else field.default
-    written = "always" if crossing.written is Written.ALWAYS else f"when {crossing.written}"
+    if crossing.broken_law:
+        default = field.default_factory() if callable(field.default_factory) else field.default
+        written = "always" if crossing.written is Written.ALWAYS else f"when {crossing.written}"
+        return (
+            f"the field's default {default!r} does not come back (freeze {row.freeze!r}, "
+            f"written {written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
+        )
     return (
-        f"the field's default {default!r} does not come back (freeze {row.freeze!r}, written "
-        f"{written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
+        f"the field is annotated {shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
+        f"gives {shown_type(record_type(crossing.rebuild))}: {crossing.broken_type}.\n  "
+        + fix.replace("keep it", "fit")
     )
 
 
@@ -610,4 +848,9 @@ def crossings(rows: tuple[SpecField, ...], cls: type) -> dict[str, Crossing]:
     """Every row's crossing that names kinds, by row name, its field taken from ``cls``
     (the runtime's tables are the generator's, which refuses any it cannot resolve)."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    return {row.name: resolve(row, fields.get(row.name)) for row in rows if row.freeze}
+    hints = field_types(cls)
+    return {
+        row.name: resolve(row, fields.get(row.name), hints.get(row.name, Any))
+        for row in rows
+        if row.freeze
+    }

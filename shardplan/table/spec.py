@@ -1,7 +1,10 @@
 """The live sharding plan: one ModuleShardingSpec per module FQN.
 
-No torch import here: placements are typed under TYPE_CHECKING only, so the generator
-and the staleness guard can import this module cheaply.
+No torch import here: placements and Targets are imported under TYPE_CHECKING only, so
+the generator and the staleness guard can import this module cheaply. The aliases below
+exist at run time (naming those two by string), so the kinds module resolves every
+field's annotation (``shardplan.table.kinds.field_types``): the annotation decides a
+value's type, and generate holds each row's kinds to it.
 """
 
 from __future__ import annotations
@@ -9,22 +12,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 if TYPE_CHECKING:
     from torch.distributed.tensor import Placement
 
     from shardplan.convert.targets import Target
 
-    # A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
-    AxisKey: TypeAlias = str | Enum
-    # Mapping[Any, ...]: keys are AxisKey, but a rebuilt plan holds dict[str, Placement]
-    # and Mapping is invariant in its key type.
-    NamedPlacement: TypeAlias = Mapping[Any, Placement]
-    PlacementMap: TypeAlias = Mapping[str, NamedPlacement]
-    Injected: TypeAlias = "Target" | Callable[..., Any] | str | NamedPlacement | PlacementMap
-    # A JSON scalar, as the scalar kind writes and reads it.
-    Scalar: TypeAlias = str | int | float | bool
+# A mesh axis key is a plain string or a str Enum member; its frozen key is the value.
+AxisKey: TypeAlias = str | Enum
+# Mapping[Any, ...]: keys are AxisKey, but a rebuilt plan holds dict[str, Placement]
+# and Mapping is invariant in its key type.
+NamedPlacement: TypeAlias = Mapping[Any, "Placement"]
+PlacementMap: TypeAlias = Mapping[str, NamedPlacement]
+Injected: TypeAlias = Union[  # noqa: UP007 ("Target" is a string: | cannot join it)
+    "Target", Callable[..., Any], str, NamedPlacement, PlacementMap
+]
+# A JSON scalar, as the scalar kind writes and reads it.
+Scalar: TypeAlias = str | int | float | bool
 
 
 @dataclass
@@ -45,7 +50,8 @@ class ModuleShardingSpec:
     _deferred_bias_params: tuple[str, ...] = field(
         default=(), init=False, repr=False, compare=False
     )
-    skip_source_lowering: int | None = None
+    # A producer's marker: a truthy int or True (both cross, told apart).
+    skip_source_lowering: int | bool | None = None
     # injections group
     inner_wrapper: Injected | None = None
     inner_target: Scalar | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html.parser
 import json
+import os
 import re
 import subprocess
 import sys
@@ -430,23 +431,29 @@ def test_git_diff_reads_artifacts_as_shardplan_show(tmp_path: Path) -> None:
     repo.mkdir()
     env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
 
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if "venv" not in p]
+
     def git(*args: str) -> str:
         done = subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
             cwd=repo,
             capture_output=True,
             text=True,
-            env={**_env(), **env},
+            env={**_env(), **env, "PATH": os.pathsep.join(path)},
             check=True,
         )
         return done.stdout
 
     git("init", "-q")
-    # The docs' command, with the console script this checkout installed.
-    textconv = (
-        " ".join(command[3:]).strip("'\"").replace("shardplan", f"{sys.executable} -m shardplan", 1)
+    # The docs' command as written, run by the shell in the clone's root, whose .venv is
+    # this checkout's, never activated: no venv's bin folder on PATH.
+    (repo / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    subprocess.run(
+        ["sh", "-c", " ".join(command)],
+        cwd=repo,
+        env={**_env(), **env, "PATH": os.pathsep.join(path)},
+        check=True,
     )
-    git("config", "diff.shardplan.textconv", textconv)
     (repo / ".gitattributes").write_text(attributes + "\n")
     artifact = repo / "codegen_meta.json"
     artifact.write_text(DEEPSEEK.read_text())

@@ -89,14 +89,13 @@ def _field_with_default(value: Any) -> dataclasses.Field[Any] | None:
 
 
 def _verdict(row: SpecField, field: dataclasses.Field[Any]) -> str:
-    """generate's refusal of the spec table plus ``row`` for ``field``, or ""."""
+    """generate's refusal of a spec table of ``row`` alone, for ``field``, or ""."""
     facts, form = _kinds_and_format()
     loaded = _spec_table()
+    # The probe row alone, of a class holding the probe field alone (annotated Any: the
+    # type law is tests/test_typed_values.py's): the verdict is the row's, and cheap.
     trial = dataclasses.replace(
-        loaded,
-        rows=(*loaded.rows, row),
-        fields={**loaded.fields, NAME: True},
-        dataclass_fields={**loaded.dataclass_fields, NAME: field},
+        loaded, rows=(row,), fields={NAME: True}, dataclass_fields={NAME: field}, cls=None
     )
     try:
         validate(trial, facts, form)
@@ -120,6 +119,14 @@ def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) 
         absent = reference._rebuild_fields({}, (row,), "m", True)[NAME]
         if not _same(absent, default):
             broken.append(f"(a): an absent key gave {absent!r}")
+        if default is not None and crossing.writes(default):  # (c): written, back as itself
+            try:
+                frozen = reference._freeze_fields(SimpleNamespace(**{NAME: default}), (row,), "m")
+                back = reference._rebuild_fields(frozen, (row,), "m", True)[NAME]
+            except (FreezeError, MetaError) as exc:
+                back = exc
+            if not _same(back, default):
+                broken.append(f"(c): the default was written and came back {back!r}")
         for value in values:
             try:
                 frozen = reference._freeze_fields(SimpleNamespace(**{NAME: value}), (row,), "m")
@@ -143,7 +150,7 @@ def _fits(message: str) -> list[tuple[str, str]]:
 
 
 def test_generate_refuses_exactly_the_rows_whose_values_or_default_do_not_come_back() -> None:
-    number = len(_spec_table().rows) + 1
+    number = 1
     tried = kept = refused = 0
     mismatches = []
     for freeze in _names("freeze"):
@@ -257,7 +264,8 @@ def test_issue_example_with_opt_scalar_exits_2_naming_the_row_default_value_and_
         lines[0],
     ), lines[0]
     assert (
-        lines[1] == "  Kind names that keep it: 'scalar_unless_default' with 'scalar_or_default'."
+        # The annotation (int | None) decides: the kinds of its type, not scalar's.
+        lines[1] == "  Kind names that keep it: 'int' with 'int'."
     )
 
 
@@ -265,7 +273,7 @@ def test_issue_example_with_the_kinds_offered_rebuilds_4_from_old_artifacts_and_
     tmp_path: Path,
 ) -> None:
     root = copy_repo(tmp_path / "repo")
-    name = _added(root, "scalar_unless_default", "scalar_or_default")
+    name = _added(root, "int", "int")
     result = run_specgen_here(root, "generate")
     assert result.returncode == 0, result.stderr
     ran = run_python_here(root, "-c", ROUND_TRIP, name)

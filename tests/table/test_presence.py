@@ -116,15 +116,14 @@ def test_readme_plan_level_example_keeps_other_producers_files_byte_identical(
     repo_copy: Path, tmp_path: Path
 ) -> None:
     """README "Adding a plan-level field", literally: pipeline_stages: int = 1, written when
-    not the default (scalar_unless_default/scalar_or_default)."""
+    not the default (int/int)."""
     fixture = shared_fixture(FIXTURE)
     # README's name, or the next free one where the table already has it.
     name = fresh_name(REPO, "ShardingPlan", "pipeline_stages")
     _add_plan_field(
         repo_copy,
         f"    {name}: int = 1\n",
-        f'    SpecField("{name}", "{name}", GROUP_PLAN, "scalar_unless_default",\n'
-        '              "scalar_or_default",\n'
+        f'    SpecField("{name}", "{name}", GROUP_PLAN, "int", "int",\n'
         '              doc="How many pipeline stages the plan was made for."),\n',
     )
     seen = _read_in_copy(repo_copy, name, fixture, _old_artifact(tmp_path))
@@ -140,7 +139,7 @@ def test_an_absent_key_rebuilds_to_the_fields_default_where_no_kind_name_says_on
     the dataclass field's default, 3, and the field reference says so."""
     _add_plan_field(
         repo_copy,
-        "    warmup_steps: int = 3\n",
+        "    warmup_steps: Scalar = 3\n",
         '    SpecField("warmup_steps", "warmup_steps", GROUP_PLAN, "scalar_unless_default",\n'
         '              "scalar_or_default", doc="Steps before sharding takes effect."),\n',
     )
@@ -174,7 +173,8 @@ def test_a_truthy_default_is_refused_for_the_falsy_values_it_would_become(
         in result.stderr
     )
     assert "so 0, False or an empty value would rebuild as 3 instead" in result.stderr
-    assert "No kind name of records 'int' and 'int' keeps it" in result.stderr
+    # The records' own names keep no such default; the kinds of its type (int) do.
+    assert "Kind names that keep it: 'int' with 'int'." in result.stderr
 
 
 def test_a_field_whose_default_no_literal_states_cannot_cross(
