@@ -194,6 +194,6 @@ def test_readme_field_sections_followed_as_written_pass_what_ci_runs(tmp_path: P
     default, refusal = map(json.loads, read.stdout.splitlines())
     assert default == [1]
     assert refusal == f"{plan_field}: expected an integer, got string"
-    tests = ("tests/test_typed_values.py", "tests/test_table.py", "tests/test_plan_table.py")
+    tests = ("tests/table/test_typed_values.py", "tests/table/test_table.py", "tests/table/test_plan_table.py")
     suite = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, timeout=600)
     assert suite.returncode == 0, suite.stdout[-6000:] + suite.stderr[-3000:]

@@ -1,7 +1,7 @@
 """What ``apply_plan`` does with every row of both field tables (docs/contract.md §13). It lives beside the tables: pure data about their rows.
 
 Each row's field is either *consumed* (the apply or ``check_fit`` reads it; the text says
-where) or *not an apply input* (the text says why). ``tests/test_apply_decisions.py`` fails
+where) or *not an apply input* (the text says why). ``tests/parallelize/test_apply_nd.py`` fails
 for a row of ``SPEC_FIELDS`` or ``PLAN_FIELDS`` that has no decision here, so a new field
 cannot be silently ignored by the apply, as reflection stops it being dropped by freeze.
 Pure data, like the tables.

@@ -93,7 +93,7 @@ def _verdict(row: SpecField, field: dataclasses.Field[Any]) -> str:
     facts, form = _kinds_and_format()
     loaded = _spec_table()
     # The probe row alone, of a class holding the probe field alone (annotated Any: the
-    # type law is tests/test_typed_values.py's): the verdict is the row's, and cheap.
+    # type law is tests/table/test_typed_values.py's): the verdict is the row's, and cheap.
     trial = dataclasses.replace(
         loaded, rows=(row,), fields={NAME: True}, dataclass_fields={NAME: field}, cls=None
     )
