@@ -23,10 +23,10 @@ class's own ``__dict__`` (no ``__getattr__`` or descriptor of anyone runs). The 
 reaches must be a function or a class whose real name is admitted too: a re-export does
 not make a callable trusted.
 
-The allow-list of the rebuild in progress lives in a ``ContextVar`` (thread- and
-async-safe), set by ``begin_rebuild`` and reset by ``end_rebuild`` in a ``finally``:
-generated code calls ``kinds.rebuild_injected(value, path)`` and never sees it.
-Outside any rebuild the scope admits nothing.
+The allow-list is a parameter all the way down: the generated rebuild (and read_plan's
+one pass) takes ``allow_targets``, makes its ``Admission`` and passes it to
+``kinds.rebuild_injected(value, path, targets)``, which builds each Target
+(``targets.target_from_frozen``). Called with no list, it admits no Target.
 """
 
 from __future__ import annotations
@@ -36,12 +36,10 @@ import importlib
 import importlib.util
 import re
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shardplan.convert.owners import library_of, names_module
+from shardplan.convert.owners import found, library_of, names_module
 from shardplan.errors import MetaError, UntrustedTarget, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN
 
@@ -69,12 +67,22 @@ _CONFIGURES = "instantiates whatever callables its configuration names"
 _SPAWNS = "runs any command line or program it is given"
 _WRITES = "writes, creates or maps a file at a path it is given"
 _SELF = "builds or resolves Targets itself, which would bypass these checks"
+_INSTALLS = "installs packages, or changes what the interpreter imports at startup"
+_ENDS = "ends or signals a process"
+_FETCHES = "fetches a URL, writes what it fetched or opens a browser on it"
 
 # os's file changers, likewise (renames, makedirs and removedirs are os's own).
 _FILE_CHANGERS = (
     *("rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "mkdir"),
     *("makedirs", "open", "truncate", "link", "symlink", "mkfifo", "mknod", "chmod"),
     *("chown", "lchown", "utime"),
+)
+# torch's storages, each with from_file (which maps, and with shared=True creates, the file
+# at the path it is given): by every public path, and by their real homes.
+_STORAGES = (
+    *("BFloat16", "Bool", "Byte", "Char", "ComplexDouble", "ComplexFloat", "Double"),
+    *("Float", "Half", "Int", "Long", "QInt32", "QInt8", "QUInt2x4", "QUInt4x2"),
+    *("QUInt8", "Short", "", "Typed", "Untyped"),
 )
 # pathlib.Path's methods that create, change or remove the file at the path.
 _PATH_CHANGERS = (
@@ -88,6 +96,9 @@ _PROCESS_STARTERS = (
     *(f"exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
     *(f"spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
 )
+
+# os's process enders and signallers (posix and nt are their real module).
+_PROCESS_ENDERS = ("kill", "killpg", "abort", "_exit")
 
 _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
     _RUNS_CODE: (
@@ -104,6 +115,18 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "pdb",
         "bdb",
         "doctest",
+        # sympy's parsers and sympify evaluate the text they are given, wherever they are
+        # reached from (sympy.sympify, sympy.parse_expr, lambdify's string expressions)
+        "sympy.sympify",
+        "sympy.core.sympify",
+        "sympy.parsing",
+        "sympy.parse_expr",
+        "sympy.lambdify",
+        "sympy.utilities.lambdify",
+        "sympy.init_session",
+        "sympy.interactive",
+        "py_compile",
+        "compileall",
         "types.FunctionType",
         "types.LambdaType",
         "types.CodeType",
@@ -151,7 +174,20 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "operator.call",
         "sys.call_tracing",
     ),
-    _UNPICKLES: ("pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle"),
+    _UNPICKLES: (
+        *("pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle"),
+        # joblib's load and dump (numpy_pickle, where they live), and its pickling cache
+        *("joblib.load", "joblib.dump", "joblib.numpy_pickle", "joblib.Memory", "joblib.memory"),
+        # PyYAML's loaders that build arbitrary Python objects
+        *("yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.load", "yaml.load_all"),
+        *("yaml.full_load", "yaml.full_load_all", "yaml.UnsafeLoader", "yaml.FullLoader"),
+        *("yaml.Loader", "yaml.loader.UnsafeLoader", "yaml.loader.FullLoader", "yaml.loader.Loader"),
+        *("yaml.constructor.UnsafeConstructor", "yaml.constructor.FullConstructor"),
+        "yaml.constructor.Constructor",
+        # an exported program's archive is unpickled and its code run
+        "torch.export.load",
+        "torch.export.pt2_archive",
+    ),
     _LOADS: (
         "ctypes",
         "_ctypes",
@@ -199,6 +235,9 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "torch.distributed.launcher",
         "torch.distributed.elastic",
         "pty.spawn",
+        # distutils' spawn and setuptools (which ships distutils and runs setup scripts)
+        "distutils",
+        "setuptools",
         "asyncio.create_subprocess_exec",
         "asyncio.create_subprocess_shell",
         "asyncio.subprocess",
@@ -230,6 +269,28 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "logging.basicConfig",
         "logging.handlers",
         *(f"pathlib.Path.{name}" for name in _PATH_CHANGERS),
+        *(f"torch.{kind}Storage.from_file" for kind in _STORAGES),
+        *(f"torch.storage.{kind}.from_file" for kind in ("TypedStorage", "UntypedStorage")),
+        "torch.storage._StorageBase.from_file",
+        # the compressed and codec file openers (mode "w" creates the file)
+        *("gzip.open", "gzip.GzipFile", "bz2.open", "bz2.BZ2File", "lzma.open", "lzma.LZMAFile"),
+        *("codecs.open", "fileinput"),
+        # databases opened, and created, at the path given
+        *("sqlite3", "_sqlite3", "dbm"),
+    ),
+    _INSTALLS: (
+        "pip",
+        "ensurepip",
+        "venv",
+        *("site.addsitedir", "site.addpackage", "site.main"),
+        *("site.execsitecustomize", "site.execusercustomize"),
+    ),
+    _FETCHES: ("urllib.request", "webbrowser"),
+    _ENDS: (
+        *(f"{module}.{name}" for module in ("os", "posix", "nt") for name in _PROCESS_ENDERS),
+        "sys.exit",
+        "signal.pthread_kill",
+        "signal.raise_signal",
     ),
     _SELF: ("shardplan.convert.targets", "shardplan.convert.trust"),
 }
@@ -765,6 +826,25 @@ def _walk(dotted: str, parts: list[str], grant: str | None, allowed: AllowList) 
     return obj
 
 
+def _check_still_own(dotted: str, top: str, place: str) -> None:
+    """A module or subtree grant imports ``top``: it must be the program's own source now
+    too (a package that no path finder found when the list was read may have appeared
+    since, from anywhere), found by the path finders the rule reads."""
+    why = library_of(top)
+    if why is None and not found(top):
+        why = (
+            f"no path finder on sys.path (nor an editable install's mapping) finds {top}, "
+            "so where its code would come from is unknown"
+        )
+    if why is not None:
+        raise UntrustedTarget(
+            place,
+            f"Target {dotted!r} is admitted only by a module or subtree entry, and {why}, not "
+            f"the program's own code; nothing was imported or called. {_how_to_allow(dotted)}",
+            target=dotted,
+        )
+
+
 def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     """Import the callable an admitted path names, or raise UntrustedTarget at ``place``
     before anything is called.
@@ -781,6 +861,8 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     if grant == "bound":
         return allowed.bound[dotted]
     parts = dotted.split(".")
+    if grant in ("module", "subtree"):
+        _check_still_own(dotted, parts[0], place)
     try:
         obj = _walk(dotted, parts, grant, allowed)
         module, name = _callable_name(obj, dotted)
@@ -816,10 +898,13 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-class TrustScope:
-    """The allow-list of one rebuild, and the paths it has already admitted (an artifact
-    names the same few callables thousands of times). ``allowed`` is None only while
-    freeze reads back a planner's own values: those are trusted code."""
+class Admission:
+    """The Targets one rebuild admits: the allow-list its caller passed, checked, and the
+    paths admitted so far (an artifact names the same few callables thousands of times:
+    each is checked once a rebuild). The rebuild makes it from its ``allow_targets``
+    parameter (``admission``) and passes it down to where each Target is built
+    (``kinds.rebuild_injected``); every Target keeps the allow-list it was admitted under,
+    for its first call. ``allowed`` is None only for ``READ_BACK``."""
 
     __slots__ = ("allowed", "admitted")
 
@@ -828,35 +913,14 @@ class TrustScope:
         self.admitted: set[str] = set()
 
 
-_DENY_ALL = TrustScope(NOTHING_ALLOWED)  # never admits anything, so its set stays empty
-_SCOPE: ContextVar[TrustScope] = ContextVar("shardplan_trust_scope", default=_DENY_ALL)
+# Freeze reading back what a planner built in Python (kinds.admit): trusted code, checked
+# for form only. It remembers nothing.
+READ_BACK = Admission(None)
 
 
-def current_scope() -> TrustScope:
-    return _SCOPE.get()
-
-
-def begin_rebuild(allow_targets: object) -> Token[TrustScope]:
-    """Admit Targets under ``allow_targets`` until ``end_rebuild(token)``, in a finally."""
-    return _SCOPE.set(TrustScope(allow_list(allow_targets)))
-
-
-def begin_freeze_read_back() -> Token[TrustScope]:
-    """Trust every Target until ``end_rebuild(token)``: freeze reading back what a planner
-    built in Python, which is trusted code."""
-    return _SCOPE.set(TrustScope(None))
-
-
-def end_rebuild(token: Token[TrustScope]) -> None:
-    _SCOPE.reset(token)
-
-
-@contextmanager
-def allowing_targets(allow_targets: object) -> Iterator[None]:
-    """``begin_rebuild``/``end_rebuild`` as a with block, for code that calls the rebuild
-    kinds directly (not on a hot path: see shardplan/collector.py's note on ``with``)."""
-    token = begin_rebuild(allow_targets)
-    try:
-        yield
-    finally:
-        end_rebuild(token)
+def admission(allow_targets: AllowTargets | AllowList) -> Admission:
+    """What a rebuild admits under ``allow_targets`` (checked here, when the rebuild
+    starts: TypeError or MetaError naming a bad entry). ``()`` admits no Target."""
+    if isinstance(allow_targets, AllowList):
+        return Admission(allow_targets)
+    return Admission(allow_list(allow_targets))
