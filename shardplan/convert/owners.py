@@ -297,6 +297,8 @@ def _whose(top: str) -> str | None:
     locations, finder_file = located
     if finder_file:
         distribution = _finder_distribution(finder_file)
+        if distribution is not None and _normalized(distribution.name) == RUNTIME_DISTRIBUTION:
+            return f"{top} is installed by {distribution}, this runtime's own distribution"
         if distribution is not None:
             source = distribution.source
             if source is not None:
@@ -306,6 +308,8 @@ def _whose(top: str) -> str | None:
         folder = _library_folder(location)
         entry = os.path.dirname(location.rstrip(os.sep))
         distribution = _distribution_in(entry, top, thorough=folder is None)
+        if distribution is not None and _normalized(distribution.name) == RUNTIME_DISTRIBUTION:
+            return f"{top} is installed by {distribution}, this runtime's own distribution"
         if distribution is not None:
             source = distribution.source
             if source is None:
