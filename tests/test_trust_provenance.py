@@ -9,6 +9,7 @@ may run, import or write anything.
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.metadata
 import json
@@ -189,6 +190,26 @@ def test_a_setuptools_editable_finder_is_read_through_its_distribution(
         monkeypatch.setattr(sys, "meta_path", sys.meta_path[:-1])
         for loaded in [n for n in sys.modules if n.split(".")[0] == "thirdpkg"]:
             del sys.modules[loaded]
+
+
+def test_a_package_nothing_found_when_the_list_was_read_is_asked_again_at_first_call(
+    victim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admitted at rebuild while nothing provides it (the shared fixture's hyper_parallel);
+    installed from an index before the first call, or still found nowhere: refused then,
+    with nothing imported."""
+    folder = victim / "later"
+    folder.mkdir()
+    on_path(monkeypatch, folder, "thirdpkg")
+    meta = target_meta({"_target_": "thirdpkg.numpy_pickle.fine"})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("thirdpkg.*",))
+    with pytest.raises(UntrustedTarget, match="no path finder on sys.path"):
+        compute_fn(plan)()
+    lay_out(folder, "thirdpkg", "1.0")
+    importlib.invalidate_caches()
+    with pytest.raises(UntrustedTarget, match="thirdpkg is installed by thirdpkg 1.0 from a"):
+        compute_fn(plan)()
+    assert "thirdpkg" not in sys.modules
 
 
 def library_tops() -> set[str]:

@@ -36,9 +36,9 @@ RUNTIME_DISTRIBUTION = "specgen"
 _RUNTIME_PACKAGE = __name__.partition(".")[0]
 RUNTIME_PACKAGES = frozenset({_RUNTIME_PACKAGE, RUNTIME_DISTRIBUTION, "generated"})
 
-# Where is what: the answers for a top-level name that no path finder or editable mapping
-# finds. Such a name is not refused when the list is read (nothing of it can be imported
-# now: the shared fixture's hyper_parallel), and not remembered.
+# The answer for a top-level name that no path finder or editable mapping finds. Such a
+# name is not refused when the list is read (nothing of it can be imported now: the shared
+# fixture's hyper_parallel); it is looked up again when a Target under it is first called.
 NOT_FOUND = "not found"
 
 
@@ -327,30 +327,37 @@ def _whose(top: str) -> str | None:
 _WHOSE: dict[tuple[str, tuple[str, ...]], str | None] = {}
 
 
-def library_of(top: str) -> str | None:
-    """Why the top-level package ``top`` is not the program's own code (one clause, such
-    as "joblib is installed by joblib 1.4.2 from a package index"), or None when it is,
-    or when no path finder finds it (nothing of it can be imported: see ``found``).
-    Remembered for the process while ``sys.path`` is the same."""
+def _remembered(top: str, fresh_if_not_found: bool) -> str | None:
     key = (top, tuple(sys.path))
-    if key in _WHOSE:
-        return _WHOSE[key]
-    why = _whose(top)
-    if why == NOT_FOUND:
-        return None
-    if len(_WHOSE) < 4096:  # bounded, as every cache an input can grow
-        _WHOSE[key] = why
+    why = _WHOSE.get(key, NOT_FOUND)
+    if key not in _WHOSE or (why == NOT_FOUND and fresh_if_not_found):
+        why = _whose(top)
+        if len(_WHOSE) < 4096:  # bounded, as every cache an input can grow
+            _WHOSE[key] = why
     return why
 
 
-def found(top: str) -> bool:
-    """Whether the import system's path finders (or an editable install's mapping) find
-    the top-level name ``top``, or it is built in or frozen."""
-    return (
-        top in sys.builtin_module_names
-        or importlib.machinery.FrozenImporter.find_spec(top) is not None
-        or _located(top) is not None
-    )
+def library_of(top: str) -> str | None:
+    """Why the top-level package ``top`` is not the program's own code (one clause, such
+    as "joblib is installed by joblib 1.4.2 from a package index"), or None when it is,
+    or when nothing finds it (nothing of it can be imported now: ``refused_at_import``
+    asks again). Remembered for the process while ``sys.path`` is the same."""
+    why = _remembered(top, fresh_if_not_found=False)
+    return None if why == NOT_FOUND else why
+
+
+def refused_at_import(top: str) -> str | None:
+    """Why a module or subtree entry may not import ``top`` now: someone else's code, or
+    found by none of the path finders this module reads (so where its code would come
+    from is unknown); None when it is the program's own source. A name nothing found
+    before is looked up again."""
+    why = _remembered(top, fresh_if_not_found=True)
+    if why == NOT_FOUND:
+        return (
+            f"no path finder on sys.path (nor an editable install's mapping) finds {top}, "
+            "so where its code would come from is unknown"
+        )
+    return why
 
 
 def names_module(dotted: str) -> bool:

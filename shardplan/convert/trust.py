@@ -39,7 +39,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shardplan.convert.owners import found, library_of, names_module
+from shardplan.convert.owners import library_of, names_module, refused_at_import
 from shardplan.errors import MetaError, UntrustedTarget, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN
 
@@ -830,12 +830,7 @@ def _check_still_own(dotted: str, top: str, place: str) -> None:
     """A module or subtree grant imports ``top``: it must be the program's own source now
     too (a package that no path finder found when the list was read may have appeared
     since, from anywhere), found by the path finders the rule reads."""
-    why = library_of(top)
-    if why is None and not found(top):
-        why = (
-            f"no path finder on sys.path (nor an editable install's mapping) finds {top}, "
-            "so where its code would come from is unknown"
-        )
+    why = refused_at_import(top)
     if why is not None:
         raise UntrustedTarget(
             place,
