@@ -54,8 +54,6 @@ _DOTTED_PATH_RE = re.compile(DOTTED_PATH_PATTERN)
 MAX_PATH_LENGTH = 512
 MAX_PATH_SEGMENTS = 32
 
-# What a program passes as ``allow_targets``: entries (strings, mappings), or one mapping.
-AllowTargets = Iterable["str | Mapping[str, Callable[..., Any]]"] | Mapping[str, Callable[..., Any]]
 
 _RUNS_CODE = "runs or compiles code it is given as text"
 _IMPORTS = "imports a module, or finds an object, by a name it is given"
@@ -417,6 +415,12 @@ class AllowList:
 
 NOTHING_ALLOWED = AllowList(frozenset(), (), {}, "allow_targets=()")
 
+# What a program passes as ``allow_targets``: entries (strings, mappings), or one mapping;
+# or an AllowList, one checked already (shardplan.api checks it when a rebuild starts).
+AllowTargets = (
+    Iterable["str | Mapping[str, Callable[..., Any]]"] | Mapping[str, Callable[..., Any]] | AllowList
+)
+
 
 def _entry_error(message: str) -> MetaError:
     """An allow_targets entry that cannot be used: a MetaError (so a ValueError) at
@@ -505,7 +509,8 @@ def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> N
 
 
 def allow_list(allow_targets: object) -> AllowList:
-    """``allow_targets`` checked, or TypeError/MetaError naming the bad entry.
+    """``allow_targets`` checked, or TypeError/MetaError naming the bad entry (an
+    AllowList is one checked already).
 
     It is a tuple (or any iterable) of entries, each a string or a mapping
     ``{path: callable}``, or one such mapping. A bare string is refused: iterating it
@@ -513,6 +518,8 @@ def allow_list(allow_targets: object) -> AllowList:
     """
     if type(allow_targets) is tuple and not allow_targets:
         return NOTHING_ALLOWED
+    if isinstance(allow_targets, AllowList):
+        return allow_targets
     if isinstance(allow_targets, (str, bytes)):
         raise TypeError(
             "allow_targets must be a tuple of entries, got the "
@@ -913,9 +920,7 @@ class Admission:
 READ_BACK = Admission(None)
 
 
-def admission(allow_targets: AllowTargets | AllowList) -> Admission:
+def admission(allow_targets: AllowTargets) -> Admission:
     """What a rebuild admits under ``allow_targets`` (checked here, when the rebuild
     starts: TypeError or MetaError naming a bad entry). ``()`` admits no Target."""
-    if isinstance(allow_targets, AllowList):
-        return Admission(allow_targets)
     return Admission(allow_list(allow_targets))
