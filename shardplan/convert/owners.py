@@ -212,11 +212,22 @@ def _metadata_folders(entry: str) -> tuple[_Distribution, ...]:
 
 
 def _read(folder: str, name: str) -> str | None:
+    """The text of a metadata file, or None where there is none. Read with os.open and
+    os.read: a first read may read hundreds of them, and a text file object costs more
+    than the read."""
     try:
-        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
-            return file.read()
+        descriptor = os.open(os.path.join(folder, name), os.O_RDONLY)
     except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 @functools.cache
@@ -224,6 +235,9 @@ def _top_level(distribution: _Distribution) -> frozenset[str] | None:
     """The names a distribution's top_level.txt lists, or None without one."""
     listed = _read(distribution.folder, "top_level.txt")
     return None if listed is None else frozenset(listed.split())
+
+
+_MODULE_FILES = (".py", ".pyc", ".so", ".pyd")
 
 
 def _recorded(distribution: _Distribution, top: str) -> bool:
@@ -235,8 +249,16 @@ def _recorded(distribution: _Distribution, top: str) -> bool:
             continue
         if distribution.is_egg:  # paths relative to the .egg-info folder
             text = re.sub(r"(?m)^(\.\./)+", "", text)
-        pattern = rf"(?m)^{re.escape(top)}(?:/|(?:\.[^/,\n]*)?\.(?:py|pyc|so|pyd)(?:,|$))"
-        return re.search(pattern, text) is not None
+        text = "\n" + text.replace("\r", "")
+        if f"\n{top}/" in text:
+            return True
+        start = text.find(f"\n{top}.")
+        while start >= 0:
+            line = text[start + 1 : text.find(",", start)]
+            if "/" not in line and "\n" not in line and line.endswith(_MODULE_FILES):
+                return True
+            start = text.find(f"\n{top}.", start + 1)
+        return False
     return False
 
 

@@ -7,10 +7,11 @@ trusts: ``"a.b.fn"`` that one callable, ``"a.b"`` the public callables defined i
 ``a.b`` itself (``a.b.name``, whose real ``__module__`` is ``a.b``), ``"a.b.*"`` every
 public callable below ``a.b`` (no private ``_name`` segment below the entry); a mapping
 ``{path: callable}`` binds a path to the program's own callable, and nothing is imported
-for it. Module and subtree entries are taken only over the program's own packages: over
-someone else's code (``owners.library_of``: the standard library, this runtime, what it
-depends on) they are refused when the list is read, and only exact entries and mappings
-reach it. A private callable is admitted only by an exact entry naming it (or a mapping):
+for it. Module and subtree entries are taken only over the program's own source: over
+someone else's code (``owners.library_of``, by provenance: built-in modules, the standard
+library, the interpreter's library folders, this runtime, whatever a distribution from an
+index, a wheel file or a VCS URL installs) they are refused when the list is read, and
+only exact entries and mappings reach it. A private callable is admitted only by an exact entry naming it (or a mapping):
 an entry with a private segment is only an exact name, and a subtree entry with one is
 refused. Whatever the allow-list, a path longer than ``MAX_PATH_LENGTH`` or
 ``MAX_PATH_SEGMENTS``, a dunder segment and the names in ``ALWAYS_REFUSED`` are refused.
@@ -366,8 +367,8 @@ class AllowList:
     @property
     def modules(self) -> frozenset[str]:
         """The names that admit a module's public callables too. An entry with a private
-        segment, or over a library, names one callable exactly, never a module (a module
-        entry over a library is refused when the list is read). Found on first need: a
+        segment, or over someone else's code, names one callable exactly, never a module (a
+        module entry over it is refused when the list is read). Found on first need: a
         list whose Targets are all named exactly never asks whose code a package is."""
         if self._modules is None:
             self._modules = frozenset(
@@ -589,7 +590,7 @@ def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
         because = (
             f"has the private segment {private!r}"
             if private is not None
-            else f"is over a library ({library_of(module.partition('.')[0])})"
+            else f"is over someone else's code ({library_of(module.partition('.')[0])})"
         )
         now += (
             f"; the entry {module!r} {because}, so it names that one callable exactly, "
