@@ -28,6 +28,7 @@ import json
 import os
 import re
 import sys
+import types
 from dataclasses import dataclass
 
 # This runtime's own top-level names: its package, its distribution's namespace
@@ -152,8 +153,9 @@ def _editable_mapping(top: str) -> tuple[str, str] | None:
     startup by its .pth file); nothing is asked of the finder."""
     for finder in sys.meta_path:
         owner = finder if isinstance(finder, type) else type(finder)
-        module = sys.modules.get(str(vars(owner).get("__module__", "")))
-        if module is None or not module.__name__.startswith("__editable__"):
+        name = str(vars(owner).get("__module__", ""))
+        module = sys.modules.get(name) if name.startswith("__editable__") else None
+        if type(module) is not types.ModuleType:
             continue
         mapping = vars(module).get("MAPPING")
         if isinstance(mapping, dict) and isinstance(mapping.get(top), str):
@@ -166,7 +168,7 @@ def _located(top: str) -> tuple[list[str], str] | None:
     imported, else the path finders over ``sys.path``, else an editable install's mapping.
     ``(locations, the editable finder's file or "")``; None when none finds it."""
     module = sys.modules.get(top)
-    spec = vars(module).get("__spec__") if module is not None else None
+    spec = vars(module).get("__spec__") if type(module) is types.ModuleType else None
     if not isinstance(spec, importlib.machinery.ModuleSpec):
         try:
             spec = importlib.machinery.PathFinder.find_spec(top)
