@@ -284,7 +284,10 @@ def _distribution_in(entry: str, top: str, thorough: bool) -> _Distribution | No
         if listed is not None and top in listed:
             return distribution
     for distribution in candidates:
-        if _top_level(distribution) is None and (thorough or distribution.source is None):
+        local = thorough or distribution.source is None
+        # top_level.txt names packages, not every module a RECORD lists (an editable
+        # install's finder): a distribution from a local folder is read whole.
+        if local and (_top_level(distribution) is None or distribution.source is None):
             if _recorded(distribution, top):
                 return distribution
     return None
@@ -344,7 +347,10 @@ def _whose(top: str) -> str | None:
         if folder is not None and folder[1] == "the standard library":
             return f"{top} is part of the standard library ({location})"
         if folder is not None:
-            return f"{top} lies in {folder[1]} ({folder[0]}), installed by no local folder"
+            return (
+                f"{top} lies in {folder[1]} ({folder[0]}), and no distribution from a local "
+                "folder installs it"
+            )
     return None
 
 
