@@ -61,7 +61,7 @@ from shardplan.convert.kinds import (
     refuse_null,
 )
 from shardplan.convert.placements import _PARSED
-from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
+from shardplan.convert.trust import Admission, AllowTargets, admission
 from shardplan.table.format import MATCH_KEY
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 
@@ -309,19 +309,15 @@ def _parsed(value: Any, fqn: str, key: str) -> Any:
 def rebuild_live_plan_from_meta(
     meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
 ) -> ShardingPlan:
-    # Targets are admitted under allow_targets, as the generated code's caller does it.
-    token = begin_rebuild(allow_targets)
-    try:
-        return _rebuild(meta, strict)
-    finally:
-        end_rebuild(token)
+    # Targets are admitted under allow_targets, passed down as the generated code does it.
+    return _rebuild(meta, strict, admission(allow_targets))
 
 
 ENTRY_KEYS = frozenset(PARAM_PLAN_KEYS)
 SCALAR_TYPES = (str, bool, int, float)
 
 
-def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
+def _rebuild(meta: CodegenMeta, strict: bool, targets: Admission) -> ShardingPlan:
     """The careful shape: one walk over the entries, the params' table parsed inline with
     the derived sharded list gathered as it goes, the entry's keys checked as a set, the
     common value of every key taken inline and a path built only on a slow path."""
@@ -514,7 +510,7 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             if v is None or type(v) is str:
                 inner_wrapper = v
             else:
-                inner_wrapper = rebuild_injected(v, rule_path(index) + ".inner_wrapper")
+                inner_wrapper = rebuild_injected(v, rule_path(index) + ".inner_wrapper", targets)
             v = get("inner_target")
             if v is None or type(v) in SCALAR_TYPES:
                 inner_target = v
@@ -524,12 +520,12 @@ def _rebuild(meta: CodegenMeta, strict: bool) -> ShardingPlan:
             if v is None or type(v) is str:
                 inner_out_src = v
             else:
-                inner_out_src = rebuild_injected(v, rule_path(index) + ".inner_out_src")
+                inner_out_src = rebuild_injected(v, rule_path(index) + ".inner_out_src", targets)
             v = get("local_compute_fn")
             if v is None or type(v) is str:
                 local_compute_fn = v
             else:
-                local_compute_fn = rebuild_injected(v, rule_path(index) + ".local_compute_fn")
+                local_compute_fn = rebuild_injected(v, rule_path(index) + ".local_compute_fn", targets)
             v = get("ep_stack")
             if v is None:
                 ep_stack = {}

@@ -214,7 +214,11 @@ class BlockMaker:
         w = self.w
         frozen = f"{w.spell(crossing.function('freeze'))}({w.value}, {where})"
         if not crossing.reads_back:
-            frozen = f"{w.admit}({w.spell(crossing.function('rebuild'))}, {frozen}, {where})"
+            # A rebuild that builds Targets reads the planner's own back as trusted code.
+            trusted = f", {w.READ_BACK}" if crossing.rebuild_record.targets else ""
+            frozen = (
+                f"{w.admit}({w.spell(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
+            )
         call, exactly = _freeze_shortcut(crossing)
         if call:
             call = self.entry_shortcut(row, crossing)[0] or w.spell(call)
@@ -222,6 +226,13 @@ class BlockMaker:
         elif exactly:
             frozen = f"{w.value} if {_type_test(w, exactly)} else {frozen}"
         return frozen
+
+    def _rebuild_call(self, crossing: Crossing, where: str) -> str:
+        """The call of the row's rebuild function; one that builds Targets is passed what
+        the rebuild's caller allowed (``targets``, made from its ``allow_targets``)."""
+        w = self.w
+        trusted = f", {w.targets}" if crossing.rebuild_record.targets else ""
+        return f"{w.spell(crossing.function('rebuild'))}({w.value}, {where}{trusted})"
 
     def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str]:
         """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
@@ -351,7 +362,7 @@ class BlockMaker:
         if crossing.written == "not default" and default != "None":
             refuse_default = f"{w.refuse_default}({w.value}, {where})"
             default_test = _is_default(w, row.name, crossing)
-        call = slow = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
+        call = slow = self._rebuild_call(crossing, where)
         shortcut = crossing.rebuild_record.rebuild_shortcut
         types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
@@ -406,7 +417,7 @@ class BlockMaker:
         consume = crossing.rebuild_record.consume
         types = counted = ""
         if consume is None:
-            call = f"{w.spell(crossing.function('rebuild'))}({w.value}, {where})"
+            call = self._rebuild_call(crossing, where)
             shortcut = crossing.rebuild_record.rebuild_shortcut
             if shortcut and shortcut.call:
                 call = f"{w.spell(shortcut.call)}({w.value}) or {call}"

@@ -40,7 +40,7 @@ from shardplan.artifact.atomic import atomic_write_bytes
 from shardplan.artifact.meta import file_path, load_meta, meta_to_bytes, read_counted
 from shardplan.collector import pause_collector, resume_collector
 from shardplan.convert.kinds import written_text
-from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
+from shardplan.convert.trust import AllowTargets, allow_list
 from shardplan.errors import MetaError, check_argument
 from shardplan.table.format import GROUP_PARAM_PLAN
 from shardplan.table.spec import ShardingPlan
@@ -99,11 +99,10 @@ def rebuild_live_plan_from_meta(
     anything is imported. The default admits none."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
-    token = begin_rebuild(allow_targets)
-    try:
-        return _generated_rebuild(meta, strict=strict)
-    finally:
-        end_rebuild(token)
+    # Trust: the list is checked when the rebuild starts (a MetaError for an entry over
+    # someone else's code), then passed down as an argument to every Target it builds.
+    allowed = allow_list(allow_targets)
+    return _generated_rebuild(meta, strict=strict, allow_targets=allowed)
 
 
 def rebuild_plan(
@@ -152,11 +151,7 @@ def _read_consumed(path: Path, allow_targets: AllowTargets) -> ShardingPlan | No
     document, colons = counted
     del counted  # the pass converts the document: no other name may hold it
     try:
-        token = begin_rebuild(allow_targets)
-        try:
-            plan, members = consume_document(document)
-        finally:
-            end_rebuild(token)
+        plan, members = consume_document(document, allow_targets=allow_list(allow_targets))
     except Exception:  # noqa: BLE001 - the pair's path gives the plan or its own error
         return None
     return plan if members == colons else None

@@ -32,7 +32,7 @@ from shardplan.convert.kinds import (
     refuse_none,
     refuse_null,
 )
-from shardplan.convert.trust import AllowTargets, begin_rebuild, end_rebuild
+from shardplan.convert.trust import READ_BACK, Admission, AllowTargets, admission
 from shardplan.errors import MetaError, check_argument, field_path
 from shardplan.table.format import (
     GROUP_DERIVED,
@@ -64,6 +64,15 @@ def function(crossing: Crossing, step: str) -> Callable[..., Any]:
     return getattr(kinds, crossing.function(step))  # type: ignore[no-any-return]
 
 
+def rebuild_function(crossing: Crossing, targets: Admission) -> Callable[[Any, str], Any]:
+    """The row's rebuild as ``(value, path)``: one that builds Targets (its record's
+    ``targets``) is passed ``targets``, what the rebuild's caller allowed."""
+    rebuild = function(crossing, "rebuild")
+    if crossing.rebuild_record.targets:
+        return lambda value, path: rebuild(value, path, targets)
+    return rebuild
+
+
 def _freeze_fields(
     spec: ModuleShardingSpec, fields: tuple[SpecField, ...], path: str
 ) -> dict[str, Any]:
@@ -76,8 +85,9 @@ def _freeze_fields(
             frozen[spec_field.key] = None  # null reads back as None, not through the kind
         elif crossing.writes(value):
             converted = function(crossing, "freeze")(value, where)
-            # Always read back with the row's rebuild kind: the oracle need not be fast.
-            rebuild = function(crossing, "rebuild")
+            # Always read back with the row's rebuild kind: the oracle need not be fast. A
+            # planner's own Targets are trusted code (READ_BACK).
+            rebuild = rebuild_function(crossing, READ_BACK)
             frozen[spec_field.key] = admit(rebuild, converted, where)
         elif value is None and crossing.refuses_none:
             # None means "absent" and must read back as None, or the plan would not come
@@ -147,7 +157,7 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
                 None
                 if value is None and crossing.writes_null
                 else admit(
-                    function(crossing, "rebuild"),
+                    rebuild_function(crossing, READ_BACK),
                     function(crossing, "freeze")(value, spec_field.name),
                     spec_field.name,
                 )
@@ -169,26 +179,35 @@ def freeze_plan(plan: ShardingPlan) -> CodegenMeta:
 
 
 def _rebuild_fields(
-    obj: dict[str, Any], fields: tuple[SpecField, ...], path: str, strict: bool
+    obj: dict[str, Any],
+    fields: tuple[SpecField, ...],
+    path: str,
+    strict: bool,
+    targets: Admission,
 ) -> dict[str, Any]:
     values = {}
     for spec_field in fields:
         crossing = SPEC_CROSSINGS[spec_field.name]
         missing = UNSET if crossing.null_is_none else None  # else null reads as absent
         value, where = read_renamed(obj, spec_field.key, spec_field.aliases, path, missing)
-        values[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
+        values[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict, targets)
     return values
 
 
 def _rebuilt(
-    spec_field: SpecField, crossing: Crossing, value: Any, where: str, strict: bool
+    spec_field: SpecField,
+    crossing: Crossing,
+    value: Any,
+    where: str,
+    strict: bool,
+    targets: Admission,
 ) -> Any:
     """One row's live value from the ``value`` read (UNSET: the key is absent)."""
     if value is UNSET or value is None and not crossing.null_is_none:
         return crossing.absent_value()
     if value is None:
         return None
-    rebuilt = function(crossing, "rebuild")(value, where)
+    rebuilt = rebuild_function(crossing, targets)(value, where)
     if strict and crossing.written == "truthy" and not value:
         refuse_falsy(value, where)  # freeze would drop it: strict reads only what freeze writes
     if strict and crossing.written == "not default" and crossing.is_absent_value(rebuilt):
@@ -219,16 +238,15 @@ def rebuild_live_plan_from_meta(
     ``allow_targets``, what the caller trusts (shardplan.convert.trust)."""
     check_argument(meta, CodegenMeta, "a CodegenMeta", MetaError)
     check_argument(strict, bool, "True or False", MetaError, "strict")
-    token = begin_rebuild(allow_targets)
-    try:
-        return _rebuild_live_plan_from_meta(meta, strict=strict)
-    finally:
-        end_rebuild(token)
+    return _rebuild_live_plan_from_meta(meta, strict=strict, allow_targets=allow_targets)
 
 
-def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> ShardingPlan:
+def _rebuild_live_plan_from_meta(
+    meta: CodegenMeta, *, strict: bool = True, allow_targets: AllowTargets = ()
+) -> ShardingPlan:
     """The table walk under the name upstream's runtime calls, as generated/rebuild.py
-    defines it; Targets as the caller's ``begin_rebuild`` admits them."""
+    defines it; Targets admitted only under ``allow_targets`` (none by default)."""
+    targets = admission(allow_targets)  # trust: checked here, passed down to each Target
     check_meta(meta)
     rules = index_rules(meta, INJECTION_KEYS, strict, INJECTION_NULL_KEYS)
     # The document as the file holds it: a field that is UNSET is a key it does not have.
@@ -245,7 +263,7 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
             refuse_null(
                 where, absent=crossing.absent_value()
             )  # freeze writes the value, never null
-        settings[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict)
+        settings[spec_field.name] = _rebuilt(spec_field, crossing, value, where, strict, targets)
     plan = ShardingPlan(modules={}, **settings)
     containers = {within: document.get(within) for within in NESTED_KEYS}
     extra = {key: v for key, v in document.items() if key not in NESTED_KEYS}
@@ -253,9 +271,11 @@ def _rebuild_live_plan_from_meta(meta: CodegenMeta, *, strict: bool = True) -> S
     setattr(plan, OTHERS_FIELD.name, other)
     for fqn, entry in meta.param_plan.items():
         entry = check_entry(entry, fqn, PARAM_PLAN_KEYS, strict, PARAM_PLAN_NULL_KEYS)
-        values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict)
+        values = _rebuild_fields(entry, PARAM_PLAN_SPEC_FIELDS, entry_path(fqn), strict, targets)
         index, rule = rules.get(fqn, (-1, {}))
-        values.update(_rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index), strict))
+        values.update(
+            _rebuild_fields(rule, INJECTION_SPEC_FIELDS, rule_path(index), strict, targets)
+        )
         post_init = {
             f.name: values.pop(f.name)
             for f in (*PARAM_PLAN_SPEC_FIELDS, *INJECTION_SPEC_FIELDS)

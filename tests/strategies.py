@@ -328,7 +328,8 @@ def _reads_back(row: Any, value: Any) -> bool:
         return True
     try:
         frozen = getattr(kinds, crossing.function("freeze"))(value, "")
-        kinds.admit(getattr(kinds, crossing.function("rebuild")), frozen, "")
+        trusted = (kinds.READ_BACK,) if crossing.rebuild_record.targets else ()
+        kinds.admit(getattr(kinds, crossing.function("rebuild")), frozen, "", *trusted)
     except (FreezeError, MetaError):
         return False
     return True

@@ -1,4 +1,4 @@
-"""What the trust tests share (tests/test_trust*.py): artifacts naming one Target, the
+"""What the trust tests share (tests/convert/test_trust*.py): artifacts naming one Target, the
 callables no artifact may make a trainer call, and tiny packages installed in tmp."""
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from shardplan.convert.targets import (
     target_from_frozen,
     target_of_callable,
 )
+from shardplan.convert.trust import READ_BACK as READ_BACK  # what freeze's admit passes
 from shardplan.errors import (
     FreezeError,
     MetaError,
@@ -259,24 +260,22 @@ def refuse_null(path: str, *, absent: Any) -> NoReturn:
     )
 
 
-def admit(rebuild: Callable[[Any, str], Any], frozen: Any, path: str) -> Any:
+def admit(rebuild: Callable[..., Any], frozen: Any, path: str, *targets: trust.Admission) -> Any:
     """``frozen``, once the row's rebuild kind has read it back; else FreezeError at ``path``.
 
     A freeze kind may write values its row's rebuild kind refuses (``scalar`` writes 1,
     ``bool_default_true`` reads only booleans). Freeze refuses them here, so everything it
     writes can be rebuilt (docs/contract.md §4). A Target read back here was built by the
-    planner, in Python: trusted code, so no allow-list applies (freezing is unchanged by trust).
+    planner, in Python: trusted code, so a rebuild that takes Targets (a record's
+    ``targets``) is passed ``trust.READ_BACK`` as ``targets`` (freezing is unchanged by trust).
     """
-    token = trust.begin_freeze_read_back()
     try:
-        rebuild(frozen, path)
+        rebuild(frozen, path, *targets)
     except MetaError as exc:
         raise FreezeError(
             exc.path,
             f"{described(frozen)} would be written, but rebuild refuses it " f"({exc.message})",
         ) from None
-    finally:
-        trust.end_rebuild(token)
     return frozen
 
 
@@ -367,15 +366,16 @@ def _rebuild_injected_object(
 
 
 def rebuild_injected(
-    value: Any, path: str
+    value: Any, path: str, targets: trust.Admission
 ) -> Target | str | dict[str, Placement] | dict[str, dict[str, Placement]]:
-    """``{"_target_": ...}`` -> Target; a registry name stays a string; an object of
-    placement texts is a named placement, an object of objects a contract."""
+    """``{"_target_": ...}`` -> Target, admitted by ``targets`` (what the rebuild's caller
+    allowed: trust.admission); a registry name stays a string; an object of placement
+    texts is a named placement, an object of objects a contract."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
         if TARGET_KEY in value:
-            return target_from_frozen(value, path)
+            return target_from_frozen(value, path, targets)
         return _rebuild_injected_object(value, path)
     raise MetaError(
         path,

@@ -227,28 +227,28 @@ def _refuse_key_not_str(data: dict[str, Any], path: str) -> None:
             raise MetaError(key_path(path, key), f"object key {shown(key)} must be a string")
 
 
-def target_from_frozen(data: dict[str, Any], path: str) -> Target:
+def target_from_frozen(data: dict[str, Any], path: str, targets: trust.Admission) -> Target:
     """Rebuild a Target from ``{"_target_": path, **kwargs}`` or raise MetaError.
 
-    Its path must be admitted by the allow-list of the rebuild in progress
-    (trust.begin_rebuild): else UntrustedTarget (a MetaError) at ``path``, before anything
-    is imported. Nested ``{"_target_": ...}`` objects in its kwargs stay plain data.
+    Its path must be admitted by ``targets``, what the rebuild's caller allowed
+    (trust.admission): else UntrustedTarget (a MetaError) at ``path``, before anything
+    is imported. The Target keeps that allow-list for its first call. Nested
+    ``{"_target_": ...}`` objects in its kwargs stay plain data.
     """
     dotted = data[TARGET_KEY]
-    scope = trust.current_scope()
-    allowed = scope.allowed
+    allowed = targets.allowed
     # A path this rebuild admitted was checked then (its form, then the allow-list): an
     # artifact names the same few callables thousands of times.
-    if type(dotted) is not str or dotted not in scope.admitted:
+    if type(dotted) is not str or dotted not in targets.admitted:
         if not isinstance(dotted, str) or not _DOTTED_PATH_RE.fullmatch(dotted):
             raise MetaError(
                 key_path(path, TARGET_KEY),
                 f"expected a dotted import path such as 'pkg.mod.fn', got {shown(dotted)}",
             )
         _refuse_key_not_str(data, path)  # before the allow-list, which names the path
-        if allowed is not None:
+        if allowed is not None:  # None: freeze reading back the planner's own (READ_BACK)
             trust.check_path(dotted, allowed, path)
-        scope.admitted.add(dotted)
+            targets.admitted.add(dotted)
     # The kwargs are copied (no container shared with the meta or another rebuild), and
     # nest no deeper than freeze writes; a kwarg's path is built only for its error.
     kwargs: dict[str, Any] = {}

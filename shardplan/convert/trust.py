@@ -7,10 +7,11 @@ trusts: ``"a.b.fn"`` that one callable, ``"a.b"`` the public callables defined i
 ``a.b`` itself (``a.b.name``, whose real ``__module__`` is ``a.b``), ``"a.b.*"`` every
 public callable below ``a.b`` (no private ``_name`` segment below the entry); a mapping
 ``{path: callable}`` binds a path to the program's own callable, and nothing is imported
-for it. Module and subtree entries are taken only over the program's own packages: over
-someone else's code (``owners.library_of``: the standard library, this runtime, what it
-depends on) they are refused when the list is read, and only exact entries and mappings
-reach it. A private callable is admitted only by an exact entry naming it (or a mapping):
+for it. Module and subtree entries are taken only over the program's own source: over
+someone else's code (``owners.library_of``, by provenance: built-in modules, the standard
+library, the interpreter's library folders, this runtime, whatever a distribution from an
+index, a wheel file or a VCS URL installs) they are refused when the list is read, and
+only exact entries and mappings reach it. A private callable is admitted only by an exact entry naming it (or a mapping):
 an entry with a private segment is only an exact name, and a subtree entry with one is
 refused. Whatever the allow-list, a path longer than ``MAX_PATH_LENGTH`` or
 ``MAX_PATH_SEGMENTS``, a dunder segment and the names in ``ALWAYS_REFUSED`` are refused.
@@ -23,10 +24,10 @@ class's own ``__dict__`` (no ``__getattr__`` or descriptor of anyone runs). The 
 reaches must be a function or a class whose real name is admitted too: a re-export does
 not make a callable trusted.
 
-The allow-list of the rebuild in progress lives in a ``ContextVar`` (thread- and
-async-safe), set by ``begin_rebuild`` and reset by ``end_rebuild`` in a ``finally``:
-generated code calls ``kinds.rebuild_injected(value, path)`` and never sees it.
-Outside any rebuild the scope admits nothing.
+The allow-list is a parameter all the way down: the generated rebuild (and read_plan's
+one pass) takes ``allow_targets``, makes its ``Admission`` and passes it to
+``kinds.rebuild_injected(value, path, targets)``, which builds each Target
+(``targets.target_from_frozen``). Called with no list, it admits no Target.
 """
 
 from __future__ import annotations
@@ -36,12 +37,10 @@ import importlib
 import importlib.util
 import re
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shardplan.convert.owners import library_of, names_module
+from shardplan.convert.owners import library_of, names_module, refused_at_import
 from shardplan.errors import MetaError, UntrustedTarget, shown
 from shardplan.table.format import DOTTED_PATH_PATTERN
 
@@ -56,8 +55,6 @@ _DOTTED_PATH_RE = re.compile(DOTTED_PATH_PATTERN)
 MAX_PATH_LENGTH = 512
 MAX_PATH_SEGMENTS = 32
 
-# What a program passes as ``allow_targets``: entries (strings, mappings), or one mapping.
-AllowTargets = Iterable["str | Mapping[str, Callable[..., Any]]"] | Mapping[str, Callable[..., Any]]
 
 _RUNS_CODE = "runs or compiles code it is given as text"
 _IMPORTS = "imports a module, or finds an object, by a name it is given"
@@ -69,12 +66,22 @@ _CONFIGURES = "instantiates whatever callables its configuration names"
 _SPAWNS = "runs any command line or program it is given"
 _WRITES = "writes, creates or maps a file at a path it is given"
 _SELF = "builds or resolves Targets itself, which would bypass these checks"
+_INSTALLS = "installs packages, or changes what the interpreter imports at startup"
+_ENDS = "ends or signals a process"
+_FETCHES = "fetches a URL, writes what it fetched or opens a browser on it"
 
 # os's file changers, likewise (renames, makedirs and removedirs are os's own).
 _FILE_CHANGERS = (
     *("rename", "renames", "replace", "remove", "unlink", "rmdir", "removedirs", "mkdir"),
     *("makedirs", "open", "truncate", "link", "symlink", "mkfifo", "mknod", "chmod"),
     *("chown", "lchown", "utime"),
+)
+# torch's storages, each with from_file (which maps, and with shared=True creates, the file
+# at the path it is given): by every public path, and by their real homes.
+_STORAGES = (
+    *("BFloat16", "Bool", "Byte", "Char", "ComplexDouble", "ComplexFloat", "Double"),
+    *("Float", "Half", "Int", "Long", "QInt32", "QInt8", "QUInt2x4", "QUInt4x2"),
+    *("QUInt8", "Short", "", "Typed", "Untyped"),
 )
 # pathlib.Path's methods that create, change or remove the file at the path.
 _PATH_CHANGERS = (
@@ -88,6 +95,9 @@ _PROCESS_STARTERS = (
     *(f"exec{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
     *(f"spawn{suffix}" for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
 )
+
+# os's process enders and signallers (posix and nt are their real module).
+_PROCESS_ENDERS = ("kill", "killpg", "abort", "_exit")
 
 _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
     _RUNS_CODE: (
@@ -104,6 +114,18 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "pdb",
         "bdb",
         "doctest",
+        # sympy's parsers and sympify evaluate the text they are given, wherever they are
+        # reached from (sympy.sympify, sympy.parse_expr, lambdify's string expressions)
+        "sympy.sympify",
+        "sympy.core.sympify",
+        "sympy.parsing",
+        "sympy.parse_expr",
+        "sympy.lambdify",
+        "sympy.utilities.lambdify",
+        "sympy.init_session",
+        "sympy.interactive",
+        "py_compile",
+        "compileall",
         "types.FunctionType",
         "types.LambdaType",
         "types.CodeType",
@@ -151,7 +173,20 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "operator.call",
         "sys.call_tracing",
     ),
-    _UNPICKLES: ("pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle"),
+    _UNPICKLES: (
+        *("pickle", "_pickle", "marshal", "shelve", "copyreg", "dill", "cloudpickle"),
+        # joblib's load and dump (numpy_pickle, where they live), and its pickling cache
+        *("joblib.load", "joblib.dump", "joblib.numpy_pickle", "joblib.Memory", "joblib.memory"),
+        # PyYAML's loaders that build arbitrary Python objects
+        *("yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.load", "yaml.load_all"),
+        *("yaml.full_load", "yaml.full_load_all", "yaml.UnsafeLoader", "yaml.FullLoader"),
+        *("yaml.Loader", "yaml.loader.UnsafeLoader", "yaml.loader.FullLoader", "yaml.loader.Loader"),
+        *("yaml.constructor.UnsafeConstructor", "yaml.constructor.FullConstructor"),
+        "yaml.constructor.Constructor",
+        # an exported program's archive is unpickled and its code run
+        "torch.export.load",
+        "torch.export.pt2_archive",
+    ),
     _LOADS: (
         "ctypes",
         "_ctypes",
@@ -199,6 +234,9 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "torch.distributed.launcher",
         "torch.distributed.elastic",
         "pty.spawn",
+        # distutils' spawn and setuptools (which ships distutils and runs setup scripts)
+        "distutils",
+        "setuptools",
         "asyncio.create_subprocess_exec",
         "asyncio.create_subprocess_shell",
         "asyncio.subprocess",
@@ -230,6 +268,28 @@ _REFUSED_BY_REASON: dict[str, tuple[str, ...]] = {
         "logging.basicConfig",
         "logging.handlers",
         *(f"pathlib.Path.{name}" for name in _PATH_CHANGERS),
+        *(f"torch.{kind}Storage.from_file" for kind in _STORAGES),
+        *(f"torch.storage.{kind}.from_file" for kind in ("TypedStorage", "UntypedStorage")),
+        "torch.storage._StorageBase.from_file",
+        # the compressed and codec file openers (mode "w" creates the file)
+        *("gzip.open", "gzip.GzipFile", "bz2.open", "bz2.BZ2File", "lzma.open", "lzma.LZMAFile"),
+        *("codecs.open", "fileinput"),
+        # databases opened, and created, at the path given
+        *("sqlite3", "_sqlite3", "dbm"),
+    ),
+    _INSTALLS: (
+        "pip",
+        "ensurepip",
+        "venv",
+        *("site.addsitedir", "site.addpackage", "site.main"),
+        *("site.execsitecustomize", "site.execusercustomize"),
+    ),
+    _FETCHES: ("urllib.request", "webbrowser"),
+    _ENDS: (
+        *(f"{module}.{name}" for module in ("os", "posix", "nt") for name in _PROCESS_ENDERS),
+        "sys.exit",
+        "signal.pthread_kill",
+        "signal.raise_signal",
     ),
     _SELF: ("shardplan.convert.targets", "shardplan.convert.trust"),
 }
@@ -307,8 +367,8 @@ class AllowList:
     @property
     def modules(self) -> frozenset[str]:
         """The names that admit a module's public callables too. An entry with a private
-        segment, or over a library, names one callable exactly, never a module (a module
-        entry over a library is refused when the list is read). Found on first need: a
+        segment, or over someone else's code, names one callable exactly, never a module (a
+        module entry over it is refused when the list is read). Found on first need: a
         list whose Targets are all named exactly never asks whose code a package is."""
         if self._modules is None:
             self._modules = frozenset(
@@ -355,6 +415,12 @@ class AllowList:
 
 
 NOTHING_ALLOWED = AllowList(frozenset(), (), {}, "allow_targets=()")
+
+# What a program passes as ``allow_targets``: entries (strings, mappings), or one mapping;
+# or an AllowList, one checked already (shardplan.api checks it when a rebuild starts).
+AllowTargets = (
+    Iterable["str | Mapping[str, Callable[..., Any]]"] | Mapping[str, Callable[..., Any]] | AllowList
+)
 
 
 def _entry_error(message: str) -> MetaError:
@@ -444,7 +510,8 @@ def _bind(bound: dict[str, Callable[..., Any]], mapping: Mapping[Any, Any]) -> N
 
 
 def allow_list(allow_targets: object) -> AllowList:
-    """``allow_targets`` checked, or TypeError/MetaError naming the bad entry.
+    """``allow_targets`` checked, or TypeError/MetaError naming the bad entry (an
+    AllowList is one checked already).
 
     It is a tuple (or any iterable) of entries, each a string or a mapping
     ``{path: callable}``, or one such mapping. A bare string is refused: iterating it
@@ -452,6 +519,8 @@ def allow_list(allow_targets: object) -> AllowList:
     """
     if type(allow_targets) is tuple and not allow_targets:
         return NOTHING_ALLOWED
+    if isinstance(allow_targets, AllowList):
+        return allow_targets
     if isinstance(allow_targets, (str, bytes)):
         raise TypeError(
             "allow_targets must be a tuple of entries, got the "
@@ -521,7 +590,7 @@ def _why_not_allowed(dotted: str, allowed: AllowList) -> str:
         because = (
             f"has the private segment {private!r}"
             if private is not None
-            else f"is over a library ({library_of(module.partition('.')[0])})"
+            else f"is over someone else's code ({library_of(module.partition('.')[0])})"
         )
         now += (
             f"; the entry {module!r} {because}, so it names that one callable exactly, "
@@ -765,6 +834,20 @@ def _walk(dotted: str, parts: list[str], grant: str | None, allowed: AllowList) 
     return obj
 
 
+def _check_still_own(dotted: str, top: str, place: str) -> None:
+    """A module or subtree grant imports ``top``: it must be the program's own source now
+    too (a package that no path finder found when the list was read may have appeared
+    since, from anywhere), found by the path finders the rule reads."""
+    why = refused_at_import(top)
+    if why is not None:
+        raise UntrustedTarget(
+            place,
+            f"Target {dotted!r} is admitted only by a module or subtree entry, and {why}, not "
+            f"the program's own code; nothing was imported or called. {_how_to_allow(dotted)}",
+            target=dotted,
+        )
+
+
 def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     """Import the callable an admitted path names, or raise UntrustedTarget at ``place``
     before anything is called.
@@ -781,6 +864,8 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     if grant == "bound":
         return allowed.bound[dotted]
     parts = dotted.split(".")
+    if grant in ("module", "subtree"):
+        _check_still_own(dotted, parts[0], place)
     try:
         obj = _walk(dotted, parts, grant, allowed)
         module, name = _callable_name(obj, dotted)
@@ -816,10 +901,13 @@ def resolve(dotted: str, allowed: AllowList, place: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-class TrustScope:
-    """The allow-list of one rebuild, and the paths it has already admitted (an artifact
-    names the same few callables thousands of times). ``allowed`` is None only while
-    freeze reads back a planner's own values: those are trusted code."""
+class Admission:
+    """The Targets one rebuild admits: the allow-list its caller passed, checked, and the
+    paths admitted so far (an artifact names the same few callables thousands of times:
+    each is checked once a rebuild). The rebuild makes it from its ``allow_targets``
+    parameter (``admission``) and passes it down to where each Target is built
+    (``kinds.rebuild_injected``); every Target keeps the allow-list it was admitted under,
+    for its first call. ``allowed`` is None only for ``READ_BACK``."""
 
     __slots__ = ("allowed", "admitted")
 
@@ -828,35 +916,12 @@ class TrustScope:
         self.admitted: set[str] = set()
 
 
-_DENY_ALL = TrustScope(NOTHING_ALLOWED)  # never admits anything, so its set stays empty
-_SCOPE: ContextVar[TrustScope] = ContextVar("shardplan_trust_scope", default=_DENY_ALL)
+# Freeze reading back what a planner built in Python (kinds.admit): trusted code, checked
+# for form only. It remembers nothing.
+READ_BACK = Admission(None)
 
 
-def current_scope() -> TrustScope:
-    return _SCOPE.get()
-
-
-def begin_rebuild(allow_targets: object) -> Token[TrustScope]:
-    """Admit Targets under ``allow_targets`` until ``end_rebuild(token)``, in a finally."""
-    return _SCOPE.set(TrustScope(allow_list(allow_targets)))
-
-
-def begin_freeze_read_back() -> Token[TrustScope]:
-    """Trust every Target until ``end_rebuild(token)``: freeze reading back what a planner
-    built in Python, which is trusted code."""
-    return _SCOPE.set(TrustScope(None))
-
-
-def end_rebuild(token: Token[TrustScope]) -> None:
-    _SCOPE.reset(token)
-
-
-@contextmanager
-def allowing_targets(allow_targets: object) -> Iterator[None]:
-    """``begin_rebuild``/``end_rebuild`` as a with block, for code that calls the rebuild
-    kinds directly (not on a hot path: see shardplan/collector.py's note on ``with``)."""
-    token = begin_rebuild(allow_targets)
-    try:
-        yield
-    finally:
-        end_rebuild(token)
+def admission(allow_targets: AllowTargets) -> Admission:
+    """What a rebuild admits under ``allow_targets`` (checked here, when the rebuild
+    starts: TypeError or MetaError naming a bad entry). ``()`` admits no Target."""
+    return Admission(allow_list(allow_targets))

@@ -5,7 +5,7 @@ use (``KIND_NAMES``), and the one resolver that turns a row into its ``Crossing`
 Standard library only: the generator imports this module, and neither it nor the staleness
 guard may pay for torch. A record's functions live in ``FUNCTIONS``, named by the record:
 ``freeze_<record>(value, path)`` (live -> JSON) and ``rebuild_<record>(value, path)``
-(JSON -> live); a derived key's record (freeze computes it) has ``check_<record>`` instead,
+(JSON -> live; ``(value, path, targets)`` for a record that builds Targets); a derived key's record (freeze computes it) has ``check_<record>`` instead,
 which strict rebuild runs. The generator, the reference and the table lock all read the
 crossings ``resolve`` gives; nothing asks a kind name again. ``problems`` and
 ``law_problem`` say, for the generator, what the records, names and rows fail to hold.
@@ -125,6 +125,10 @@ class Record:
     write_shortcut: WriteShortcut | None = None
     consume: Consume | None = None
     gather: Gather | None = None
+    # Its rebuild builds Targets: ``rebuild_<record>(value, path, targets)``, where
+    # ``targets`` is what the rebuild's caller allowed (shardplan.convert.trust.Admission),
+    # passed down from the rebuild's ``allow_targets`` parameter.
+    targets: bool = False
 
 
 @dataclass(frozen=True)
@@ -272,6 +276,7 @@ KINDS: dict[str, Record] = {
         reads_back=("injected",),
         freeze_shortcut=Shortcut(exactly=(str,)),
         rebuild_shortcut=Shortcut(exactly=(str,)),
+        targets=True,
     ),
     "json_object": Record(
         shows="object",

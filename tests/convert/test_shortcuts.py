@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from torch.distributed.tensor import Shard
 
 from generator.blocks import _freeze_shortcut
-from shardplan.convert import kinds
+from shardplan.convert import kinds, trust
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.kinds import KINDS, Shortcut, resolve
 from shardplan.table.rows import SpecField
@@ -55,7 +55,9 @@ def _outcome(call: Any, *args: Any) -> tuple[str, Any]:
 
 def _check(step: str, kind: str, how: Shortcut, value: Any) -> None:
     function = getattr(kinds, f"{step}_{kind}")
-    full = _outcome(function, value, "p")
+    # A rebuild that builds Targets is passed what its caller allowed: nothing, here.
+    targets = (trust.admission(()),) if step == "rebuild" and KINDS[kind].targets else ()
+    full = _outcome(function, value, "p", *targets)
     if how.call:
         short = getattr(kinds, how.call)(value)
         if short:  # a falsy result sends generated code to the function

@@ -272,16 +272,13 @@ def test_a_rebuilt_target_copies_its_kwargs_and_names_the_first_too_deep() -> No
     for _ in range(MAX_DEPTH + 1):
         deep = [deep]
     data = {"_target_": "json.dumps", "indent": 2, "nested": {"a": [1]}, "none": None}
-    token = trust.begin_rebuild(("json.dumps",))
-    try:
-        target = target_from_frozen(data, "injections[0].inner_wrapper")
-        assert target == Target("json.dumps", indent=2, nested={"a": [1]}, none=None)
-        assert target.kwargs["nested"] is not data["nested"]
-        assert target._place == "injections[0].inner_wrapper" and target._resolved is None
-        with pytest.raises(MetaError) as caught:
-            target_from_frozen({**data, "deep": deep, "deeper": [deep]}, "injections[3].x")
-    finally:
-        trust.end_rebuild(token)
+    targets = trust.admission(("json.dumps",))
+    target = target_from_frozen(data, "injections[0].inner_wrapper", targets)
+    assert target == Target("json.dumps", indent=2, nested={"a": [1]}, none=None)
+    assert target.kwargs["nested"] is not data["nested"]
+    assert target._place == "injections[0].inner_wrapper" and target._resolved is None
+    with pytest.raises(MetaError) as caught:
+        target_from_frozen({**data, "deep": deep, "deeper": [deep]}, "injections[3].x", targets)
     assert caught.value.path == "injections[3].x.deep"
     assert "which freeze never writes" in str(caught.value)
 
@@ -297,23 +294,22 @@ def test_a_rebuilt_targets_key_not_a_string_is_named_whether_its_path_was_admitt
     from shardplan.convert.targets import target_from_frozen
     from shardplan.errors import MetaError
 
-    token = trust.begin_rebuild(("json.dumps",))
-    try:
-        if admitted_first:
-            target_from_frozen({"_target_": "json.dumps", "indent": 2}, "injections[0].x")
-            assert trust.current_scope().admitted == {"json.dumps"}
-        with pytest.raises(MetaError) as caught:
-            target_from_frozen({"_target_": "json.dumps", 3: "v"}, "injections[1].x")
-        deep: Any = 0
-        for _ in range(600):
-            deep = [deep]
-        with pytest.raises(MetaError) as deep_first:  # the key, whichever kwarg comes first
-            target_from_frozen({"_target_": "json.dumps", "d": deep, 4: "v"}, "injections[3].x")
-        # Checked before the allow-list names the path, admitted or not.
-        with pytest.raises(MetaError) as untrusted:
-            target_from_frozen({"_target_": "json.loads", 3: "v"}, "injections[2].x")
-    finally:
-        trust.end_rebuild(token)
+    targets = trust.admission(("json.dumps",))
+    if admitted_first:
+        target_from_frozen({"_target_": "json.dumps", "indent": 2}, "injections[0].x", targets)
+        assert targets.admitted == {"json.dumps"}
+    with pytest.raises(MetaError) as caught:
+        target_from_frozen({"_target_": "json.dumps", 3: "v"}, "injections[1].x", targets)
+    deep: Any = 0
+    for _ in range(600):
+        deep = [deep]
+    with pytest.raises(MetaError) as deep_first:  # the key, whichever kwarg comes first
+        target_from_frozen(
+            {"_target_": "json.dumps", "d": deep, 4: "v"}, "injections[3].x", targets
+        )
+    # Checked before the allow-list names the path, admitted or not.
+    with pytest.raises(MetaError) as untrusted:
+        target_from_frozen({"_target_": "json.loads", 3: "v"}, "injections[2].x", targets)
     assert caught.value.path == "injections[1].x[3]"
     assert "object key 3 must be a string" in str(caught.value)
     assert untrusted.value.path == "injections[2].x[3]"

@@ -3,8 +3,8 @@ the program's own code.
 
 A module entry ("a.b") or a subtree entry ("a.b.*") lets an artifact call every public
 callable there with arguments it chooses. Over the standard library, this runtime, or a
-distribution it depends on (torch, numpy, ...), that is refused when rebuild starts, as a
-MetaError naming the entry; exact entries and mappings remain. Every test runs against
+distribution installed from an index (torch, numpy, ...: tests/convert/test_trust_provenance.py
+tests the rule itself), that is refused when rebuild starts, as a MetaError naming the entry; exact entries and mappings remain. Every test runs against
 both implementations (tests/implementations.py); none may run, import or write anything
 it refuses.
 """

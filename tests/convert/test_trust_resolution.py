@@ -13,18 +13,19 @@ import functools
 import importlib
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shardplan import api, reference
 from shardplan.artifact.meta import load_meta, meta_to_json
 from shardplan.convert import trust
 from shardplan.convert.kinds import rebuild_injected
 from shardplan.convert.targets import Target
 from shardplan.errors import MetaError, UntrustedTarget
+from shardplan.staleness import generated_modules
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from tests.helpers import QWEN3_MOE, shared_fixture
 from tests.implementations import use_both_implementations
@@ -38,6 +39,7 @@ from tests.trust_helpers import (
     target_meta,
 )
 
+(generated_rebuild,) = generated_modules("rebuild")
 impl: Any = None
 implementation = use_both_implementations(__name__)
 
@@ -135,39 +137,63 @@ def test_an_exactly_allowed_stdlib_target_resolves_under_its_real_module() -> No
     assert compute_fn(plan)({"b": 1, "a": 2}) == '{"a": 2, "b": 1}'
 
 
-# ------------------------------------------------------------------- the scope
+# ------------------------------------------------- the allow-list is a parameter
 
 
-def test_the_scope_ends_with_the_rebuild_even_when_it_fails() -> None:
-    with pytest.raises(MetaError):
-        impl.rebuild_live_plan_from_meta(
-            meta_with({"match": "m", "bogus": 1}), allow_targets=("okpkg",)
-        )
-    with pytest.raises(UntrustedTarget):
-        rebuild_injected({"_target_": "okpkg.fine"}, PLACE)
-
-
-def test_outside_a_rebuild_the_rebuild_kind_admits_nothing() -> None:
+def test_the_rebuild_called_with_no_list_admits_no_target() -> None:
+    """As a producer's runtime calls the generated rebuild, _rebuild_live_plan_from_meta(meta):
+    no Target is admitted, whatever rebuild ran before with another list."""
+    meta = target_meta({"_target_": "json.dumps"})
+    impl.rebuild_live_plan_from_meta(meta, allow_targets=("json.dumps",))
+    module = generated_rebuild if impl is api else reference
     with pytest.raises(UntrustedTarget, match="no Target is allowed"):
-        rebuild_injected({"_target_": "json.dumps"}, PLACE)
-    with trust.allowing_targets(("json.dumps",)):
-        assert rebuild_injected({"_target_": "json.dumps"}, PLACE) == Target("json.dumps")
+        module._rebuild_live_plan_from_meta(meta)
+    plan = module._rebuild_live_plan_from_meta(meta, allow_targets=("json.dumps",))
+    assert compute_fn(plan)({"a": 1}) == '{"a": 1}'
 
 
-def test_another_thread_does_not_inherit_the_allow_list() -> None:
-    outcome: list[BaseException] = []
+def test_the_rebuild_kind_admits_what_it_is_passed_and_nothing_else() -> None:
+    with pytest.raises(UntrustedTarget, match="no Target is allowed"):
+        rebuild_injected({"_target_": "json.dumps"}, PLACE, trust.admission(()))
+    admitted = rebuild_injected({"_target_": "json.dumps"}, PLACE, trust.admission(("json.dumps",)))
+    assert admitted == Target("json.dumps")
 
-    def rebuild_in_thread() -> None:
-        try:
-            rebuild_injected({"_target_": "json.dumps"}, PLACE)
-        except UntrustedTarget as exc:
-            outcome.append(exc)
 
-    with trust.allowing_targets(("json.dumps",)):
-        thread = threading.Thread(target=rebuild_in_thread)
-        thread.start()
-        thread.join()
-    assert len(outcome) == 1
+def test_a_target_keeps_the_list_it_was_admitted_under_for_its_first_call(
+    my_planner: Path,
+) -> None:
+    """Rebuilt under one list, called after a rebuild under another (or under none): it is
+    resolved under its own list, not whatever list is current."""
+    meta = target_meta({"_target_": "my_planner.models.fn", "k": 1})
+    plan = impl.rebuild_live_plan_from_meta(meta, allow_targets=("my_planner.*",))
+    with pytest.raises(UntrustedTarget):
+        impl.rebuild_live_plan_from_meta(meta, allow_targets=())
+    assert compute_fn(plan)() == ("models.fn", {"k": 1})
+    helper = target_meta({"_target_": "my_planner.models.helper"})
+    narrow = impl.rebuild_live_plan_from_meta(helper, allow_targets=("my_planner.*",))
+    exact = impl.rebuild_live_plan_from_meta(helper, allow_targets=("my_planner.models.helper",))
+    assert compute_fn(exact)() == ("_impl.fn", {})
+    with pytest.raises(UntrustedTarget, match="private"):
+        compute_fn(narrow)()  # its list admits my_planner.* only: the helper's real name is private
+
+
+def test_no_context_variable_carries_trust() -> None:
+    """The allow-list reaches the Targets as an argument: no module on the trust path holds
+    a context variable (or any other ambient state) for it."""
+    root = Path(__file__).resolve().parents[1]
+    for relative in (
+        "shardplan/api.py",
+        "shardplan/reference.py",
+        "shardplan/convert/trust.py",
+        "shardplan/convert/targets.py",
+        "shardplan/convert/kinds.py",
+        "generated/rebuild.py",
+    ):
+        source = (root / relative).read_text()
+        assert "contextvars" not in source and "ContextVar" not in source, relative
+    generated = (root / "generated/rebuild.py").read_text()
+    assert "targets = admission(allow_targets)" in generated
+    assert ", targets)" in generated  # passed down to each Target's rebuild
 
 
 def test_a_functools_partial_target_built_in_python_is_still_trusted_code() -> None:

@@ -27,8 +27,8 @@ MISSION_NAMES = re.findall(r"`(\w+)`", MISSION)
 SIGNATURES = {
     "freeze_param_plan": "(plan: 'ShardingPlan') -> 'dict[str, dict[str, Any]]'",
     "freeze_injections": "(plan: 'ShardingPlan') -> 'list[dict[str, Any]]'",
-    "_rebuild_live_plan_from_meta": "(meta: 'CodegenMeta', *, strict: 'bool' = True) "
-    "-> 'ShardingPlan'",
+    "_rebuild_live_plan_from_meta": "(meta: 'CodegenMeta', *, strict: 'bool' = True, "
+    "allow_targets: 'AllowTargets' = ()) -> 'ShardingPlan'",
 }
 
 

@@ -27,6 +27,7 @@ from generator.config import load_config
 from generator.errors import GeneratorError
 from generator.table import LoadedTable, load_tables, validate
 from shardplan import reference
+from shardplan.convert.trust import admission
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.kinds import KIND_NAMES, default_literal, resolve
 from shardplan.table.spec_fields import GROUP_PARAM_PLAN, SpecField
@@ -116,7 +117,7 @@ def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) 
     reference.SPEC_CROSSINGS[NAME] = crossing
     try:
         broken = []
-        absent = reference._rebuild_fields({}, (row,), "m", True)[NAME]
+        absent = reference._rebuild_fields({}, (row,), "m", True, admission(()))[NAME]
         if not _same(absent, default):
             broken.append(f"(a): an absent key gave {absent!r}")
         if default is not None and crossing.writes(default):  # (c): written, back as itself
@@ -134,7 +135,7 @@ def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) 
                 continue  # refused, loudly: not left unwritten
             if row.key in frozen:
                 continue
-            back = reference._rebuild_fields(frozen, (row,), "m", True)[NAME]
+            back = reference._rebuild_fields(frozen, (row,), "m", True, admission(()))[NAME]
             normalised = crossing.written == "truthy" and not value and not back
             if not (_same(back, value) or normalised):
                 broken.append(f"(b): {value!r} was not written and came back {back!r}")
