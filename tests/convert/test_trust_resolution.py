@@ -27,7 +27,7 @@ from shardplan.convert.targets import Target
 from shardplan.errors import MetaError, UntrustedTarget
 from shardplan.staleness import generated_modules
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
-from tests.helpers import QWEN3_MOE, shared_fixture
+from tests.helpers import QWEN3_MOE, REPO, shared_fixture
 from tests.implementations import use_both_implementations
 from tests.older_artifacts import frozen_again
 from tests.trust_helpers import (
@@ -180,7 +180,7 @@ def test_a_target_keeps_the_list_it_was_admitted_under_for_its_first_call(
 def test_no_context_variable_carries_trust() -> None:
     """The allow-list reaches the Targets as an argument: no module on the trust path holds
     a context variable (or any other ambient state) for it."""
-    root = Path(__file__).resolve().parents[1]
+    root = REPO
     for relative in (
         "shardplan/api.py",
         "shardplan/reference.py",

@@ -123,7 +123,7 @@ def _observed(row: SpecField, field: dataclasses.Field[Any], values: list[Any]) 
         if default is not None and crossing.writes(default):  # (c): written, back as itself
             try:
                 frozen = reference._freeze_fields(SimpleNamespace(**{NAME: default}), (row,), "m")
-                back = reference._rebuild_fields(frozen, (row,), "m", True)[NAME]
+                back = reference._rebuild_fields(frozen, (row,), "m", True, admission(()))[NAME]
             except (FreezeError, MetaError) as exc:
                 back = exc
             if not _same(back, default):
