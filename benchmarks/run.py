@@ -119,13 +119,15 @@ def command_wall(
 
 # Peak RSS is read inside the generator's own process from VmHWM (reset at exec): the
 # rusage maxrss of a child carries over the RSS of this torch-importing process it was
-# forked from.
+# forked from. The command does its work in a child it forks (generator/supervise.py),
+# whose maxrss that process reads once it has waited for it: the larger of the two.
 _PEAK_RSS = (
-    "import runpy, sys; sys.argv = ['generator', *sys.argv[1:]]\n"
+    "import resource, runpy, sys; sys.argv = ['generator', *sys.argv[1:]]\n"
     "try: runpy.run_module('generator', run_name='__main__')\n"
     "except SystemExit: pass\n"
     "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
-    "print(hwm.split()[1], file=sys.stderr)"
+    "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "print(max(int(hwm.split()[1]), child), file=sys.stderr)"
 )
 
 
