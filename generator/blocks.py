@@ -78,68 +78,46 @@ class FreezeBlock:
 
 
 @dataclass(frozen=True)
-class RebuildBlock:
-    """One row's rebuild assignment: ``read`` binds ``value``; strict refusals; then
-    ``<target> = value`` for the shortcut's ``types``, ``default`` where ``absent_test``
-    holds, else ``call``. A derived key runs ``check`` instead of assigning."""
+class ReadBlock:
+    """One row's read, in the rebuild of a CodegenMeta or, where ``consumes``, in read_plan's
+    one pass over a document it alone holds (an entry or rule row; strict always). ``read``
+    binds ``value``; an absent key (``absent_test``) gives ``default`` (an entry's counted,
+    ``count_absent``), a null None where ``null``; else the value is taken as it is where
+    ``types`` hold, else ``call`` gives the live value (the pass adds ``counted``, the members
+    of the objects in it); then the strict refusals and the derived key's ``gather``. A
+    derived key runs ``check`` instead of assigning. In the pass, a null under any other key
+    fails: an entry's the type test, the consume function or ``counted`` it meets, a rule's
+    in index_rules; an older name fails the pass's key check, and the pair's path reads it."""
 
     comment: str = ""
     read: str = ""
+    consumes: bool = False
     refuse_null: str = ""  # the statement strict runs for a null, or ""
     refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
     refuse_default: str = ""  # the statement strict runs for the default, or ""
     default_test: str = ""  # the test of the rebuilt value that it is the default
     null: str = ""  # "value is None" where null reads as None apart from the absent key
-    types: str = ""  # the type test of an exactly-typed shortcut, or ""
+    types: str = ""  # the type test of values taken as they are, or ""
     target: str = ""
     annotation: str = ""  # the field's own annotation: its local's declared type
     absent_test: str = ""
+    count_absent: str = ""  # the statement an absent key runs too in the pass, or ""
     default: str = ""
     call: str = ""  # the expression for any other value
-    inline: str = ""  # the kinds template's loop written for the shortcut, or ""
-    lookup: str = ""  # the inline loop's lookup function, as spelled
-    slow: str = ""  # the kind's own call, for a value the inline loop does not take
+    counted: str = ""  # the pass: the members of the objects the value holds, or ""
+    # The kinds template's loop written for the call ("": none), with its lookup function
+    # and, in the pass, its parse function, as spelled; the kind's own call (``slow``) for a
+    # value the rebuild's loop does not take.
+    inline: str = ""
+    lookup: str = ""
+    parse: str = ""
+    slow: str = ""
     check: str = ""  # a derived key: the statement strict runs on a present value
     gather: str = ""  # the statement strict runs on a truthy rebuilt value: a derived key's part
     # Where the inline loop gathers that part itself (no ``gather``): the placement type a
     # name must hold only to add nothing, and ``gather``'s statement, for the kind's call.
     gather_unless: str = ""
     slow_gather: str = ""
-    calls: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ConsumeBlock:
-    """One entry or rule row in read_plan's one pass over a document it alone holds:
-    ``read`` binds ``value``; an absent key (``absent_test``) gives ``default``, a null
-    (where ``null``: freeze writes it for None) None; else the value is taken as it is where
-    ``types`` hold, else ``call`` gives the live value (``counted``, added to the members,
-    counts the objects in it); then the strict refusals and the derived key's ``gather``,
-    as the rebuild runs them. A null under any other key fails: an entry's the type test,
-    the consume function or ``counted`` it meets, a rule's in index_rules."""
-
-    comment: str = ""
-    read: str = ""
-    absent_test: str = ""
-    count_absent: str = ""  # the statement an absent key runs too (an entry's: its keys counted)
-    null: str = ""
-    target: str = ""
-    annotation: str = ""
-    default: str = ""
-    types: str = ""  # a type test whose values are taken as they are, or ""
-    call: str = ""  # the live value of any other present value
-    counted: str = ""  # the members of the objects the value holds, or "" (it holds none)
-    refuse_falsy: str = ""
-    refuse_default: str = ""
-    default_test: str = ""
-    gather: str = ""
-    # The kinds template's loop written in place of ``call`` ("": none), with the lookup
-    # and parse functions it calls, as spelled; and, where that loop gathers the derived
-    # key itself (no ``gather``), the placement type a name must hold only to add nothing.
-    inline: str = ""
-    lookup: str = ""
-    parse: str = ""
-    gather_unless: str = ""
     calls: tuple[str, ...] = ()
 
 
@@ -302,81 +280,122 @@ class BlockMaker:
             return ""
         return f"{self.w.spell(gather.call)}({self.w.fqn}, {row.name}, {self.w.gathered})"
 
-    def rebuild(self, table: Table, row: Any, gathers: dict[str, Gather]) -> RebuildBlock:
-        """The row's rebuild assignment (or, derived, its strict check)."""
-        crossing, w = table.crossing_of(row), self.w
-        default = crossing.absent
-        if table.roles[row.group] == DERIVED:
-            gathering = crossing.rebuild_record.gather
-            if gathering is not None and gathering.key in gathers:  # gathered in the walk
-                check = (
-                    f"{w.spell(gathering.check)}({w.value}, {row.key!r}, {w.gathered}, "
-                    f"{w.meta}.param_plan)"
-                )
-            else:
-                check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, {w.meta}.param_plan)"
-            return RebuildBlock(
-                comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
-                "rebuild refuses a stale one",
-                read=f"{w.value} = {w.meta}.{row.key}",
-                absent_test=f"{w.value} is None or {w.value} is {w.UNSET}",
-                default=default,
-                check=check,
-                calls=self._calls(check, w.UNSET),
-            )
+    def _derived(self, row: Any, crossing: Crossing, gathers: dict[str, Gather]) -> ReadBlock:
+        """A derived key's strict check: against what the entries' walk gathered, or from
+        the entries by the record's check function."""
+        w = self.w
+        gathering = crossing.rebuild_record.gather
+        if gathering is not None and gathering.key in gathers:  # gathered in the walk
+            check = f"{w.spell(gathering.check)}({w.value}, {row.key!r}, {w.gathered}, "
+        else:
+            check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, "
+        check += f"{w.meta}.param_plan)"
+        return ReadBlock(
+            comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
+            "rebuild refuses a stale one",
+            read=f"{w.value} = {w.meta}.{row.key}",
+            absent_test=f"{w.value} is None or {w.value} is {w.UNSET}",
+            default=crossing.absent,
+            check=check,
+            calls=self._calls(check, w.UNSET),
+        )
+
+    def _read(self, table: Table, row: Any, consumes: bool) -> tuple[str, str, str]:
+        """``(read, where, older)``: the statement binding the row's value, its error path,
+        and the comment's note of the key's older names. The pass reads an entry's key with
+        UNSET for absent, its own name only."""
+        w, crossing = self.w, table.crossing_of(row)
         plan_level = row.group in table.top_level_groups
-        comment = f"{row.name}: {crossing.rebuild}, {default} when absent"
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
-            read, where = f"{w.value} = {w.meta}.{row.leaf}", repr(row.key)
+            return f"{w.value} = {w.meta}.{row.leaf}", repr(row.key), ""
+        if plan_level:
+            source, base, key, leaves = row.within, "", row.leaf, row.alias_leaves
         else:
-            if plan_level:
-                source, base = row.within, ""
-            else:
-                out, path, at = _SPEC_PLACES[row.group]
-                source, base = w.spell(out), f"{w.spell(path)}({w.spell(at)})"
-            leaves = row.alias_leaves if plan_level else row.aliases
-            key = row.leaf if plan_level else row.key
-            tail = f", {w.UNSET}" if plan_level or crossing.null_is_none else ""
-            if leaves:
-                comment += f"; older artifacts name it {', '.join(leaves)}"
-                at = repr(row.within) if plan_level else base
-                read = (
-                    f"{w.value}, {w.where} = {w.read_renamed}({source}, {key!r}, {leaves!r}, "
-                    f"{at}{tail})"
-                )
-                where = w.where
-            else:
-                read = f"{w.value} = {source}.get({key!r}{tail})"
-                where = repr(row.key) if plan_level else self._where(base, key)
-        refuse_null = ""
-        if plan_level and not crossing.writes_null:
-            refuse_null = f"{w.refuse_null}({where}, absent={default})"
-        refuse_falsy = ""
-        if crossing.written == "truthy":
-            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
-        absent_test = f"{w.value} is None" + (f" or {w.value} is {w.UNSET}" if plan_level else "")
-        null = refuse_default = default_test = ""
-        if crossing.null_is_none:  # null is None, an absent key the default
-            null, absent_test = f"{w.value} is None", f"{w.value} is {w.UNSET}"
-        if crossing.written == "not default" and default != "None":
-            refuse_default = f"{w.refuse_default}({w.value}, {where})"
-            default_test = _is_default(w, row.name, crossing)
-        call = slow = self._rebuild_call(crossing, where)
+            out, path, at = _SPEC_PLACES[row.group]
+            source, base, key = w.spell(out), f"{w.spell(path)}({w.spell(at)})", row.key
+            leaves = () if consumes else row.aliases
+        entry = row.group == self.param_plan_group
+        tail = f", {w.UNSET}" if plan_level or crossing.null_is_none or consumes and entry else ""
+        if not leaves:
+            where = repr(row.key) if plan_level else self._where(base, key)
+            return f"{w.value} = {source}.get({key!r}{tail})", where, ""
+        at = repr(row.within) if plan_level else base
+        read = f"{w.value}, {w.where} = {w.read_renamed}({source}, {key!r}, {leaves!r}, {at}{tail})"
+        return read, w.where, f"; older artifacts name it {', '.join(leaves)}"
+
+    def _call(self, crossing: Crossing, where: str, consumes: bool) -> tuple[str, str, str]:
+        """``(call, types, counted)``: the live value of a present value, the type test of
+        the values taken as they are, and (the pass) the members of the objects counted."""
+        w = self.w
+        consume = crossing.rebuild_record.consume if consumes else None
+        if consume is not None:
+            if consume.counted:
+                return w.value, "", f"{w.spell(consume.call)}({w.value})"
+            return f"{w.spell(consume.call)}({w.value})", "", ""
+        call = self._rebuild_call(crossing, where)
         shortcut = crossing.rebuild_record.rebuild_shortcut
-        types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
             call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
-        inline = shortcut.inline if shortcut and not (plan_level or crossing.null_is_none) else ""
-        lookup = w.spell(shortcut.lookup) if inline and shortcut else ""
-        gather = slow_gather = unless = ""
-        if found := self.gathered_by(row, gathers):
-            gather = self.gather(row, gathers)
-            if inline and found.unless:  # the loop gathers; the kind's call, then the walk
-                gather, slow_gather, unless = "", gather, w.spell(found.unless)
-        return RebuildBlock(
-            comment=comment,
+        types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
+        return call, types, f"{w.counted}({w.value})" if consumes else ""
+
+    def _inline(self, table: Table, row: Any, consumes: bool) -> tuple[str, str, str]:
+        """``(inline, lookup, parse)``: the kinds template's loop the row's read writes, its
+        lookup and (the pass) parse functions, as spelled; three "" for none."""
+        crossing, w = table.crossing_of(row), self.w
+        if consumes:
+            consume = crossing.rebuild_record.consume
+            if consume is None or not consume.inline:
+                return "", "", ""
+            return consume.inline, w.spell(consume.lookup), w.spell(consume.parse)
+        shortcut = crossing.rebuild_record.rebuild_shortcut
+        if not shortcut or not shortcut.inline or crossing.null_is_none:
+            return "", "", ""
+        if row.group in table.top_level_groups:
+            return "", "", ""
+        return shortcut.inline, w.spell(shortcut.lookup), ""
+
+    def read(
+        self, table: Table, row: Any, gathers: dict[str, Gather], consumes: bool = False
+    ) -> ReadBlock:
+        """The row's read: its rebuild assignment (a derived key's strict check), or where
+        ``consumes`` its block in read_plan's one pass."""
+        crossing, w = table.crossing_of(row), self.w
+        if table.roles[row.group] == DERIVED:
+            return self._derived(row, crossing, gathers)
+        plan_level = row.group in table.top_level_groups
+        read, where, older = self._read(table, row, consumes)
+        absent_test = f"{w.value} is None" + (f" or {w.value} is {w.UNSET}" if plan_level else "")
+        null = count_absent = ""
+        if consumes and row.group == self.param_plan_group:
+            # An entry's keys are checked by counting: each row read counts the key absent
+            # or takes it, a null only where freeze writes one (the rest refuse None), and
+            # the keys taken must be all the entry's.
+            absent_test, count_absent = f"{w.value} is {w.UNSET}", f"{w.absent} += 1"
+            null = f"{w.value} is None" if crossing.writes_null else ""
+        elif crossing.null_is_none:  # null is None, an absent key the default
+            null, absent_test = f"{w.value} is None", f"{w.value} is {w.UNSET}"
+        refuse_null = refuse_falsy = refuse_default = default_test = ""
+        if plan_level and not crossing.writes_null:
+            refuse_null = f"{w.refuse_null}({where}, absent={crossing.absent})"
+        if crossing.written == "truthy":
+            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
+        if crossing.written == "not default" and crossing.absent != "None":
+            refuse_default = f"{w.refuse_default}({w.value}, {where})"
+            default_test = _is_default(w, row.name, crossing)
+        call, types, counted = self._call(crossing, where, consumes)
+        inline, lookup, parse = self._inline(table, row, consumes)
+        slow = "" if consumes else self._rebuild_call(crossing, where)
+        gather, slow_gather, unless = self.gather(row, gathers), "", ""
+        found = self.gathered_by(row, gathers)
+        if found and inline and found.unless:  # the loop gathers; the kind's call, then the walk
+            gather, slow_gather, unless = "", "" if consumes else gather, w.spell(found.unless)
+        shown = (f"{lookup}({slow})", parse) if inline else (call, counted)
+        return ReadBlock(
+            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
             read=read,
+            consumes=consumes,
             refuse_null=refuse_null,
             refuse_falsy=refuse_falsy,
             refuse_default=refuse_default,
@@ -386,94 +405,20 @@ class BlockMaker:
             target=row.name,
             annotation=crossing.annotation,
             absent_test=absent_test,
-            default=default,
+            count_absent=count_absent,
+            default=crossing.absent,
             call=call,
+            counted=counted,
             inline=inline,
             lookup=lookup,
+            parse=parse,
             slow=slow,
             gather=gather,
             gather_unless=unless,
             slow_gather=slow_gather,
-            calls=self._calls(
-                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, gather
-            )
-            + self._calls(slow_gather, unless)
-            + self._calls(f"{lookup}({slow})" if inline else call)
+            calls=self._calls(read, refuse_null, refuse_falsy, refuse_default, types, absent_test)
+            + self._calls(gather, slow_gather, unless, *shown)
             + (("UNSET",) if refuse_default else ()),
-        )
-
-    def consume(
-        self, table: Table, row: Any, rebuilt: RebuildBlock, gathers: dict[str, Gather]
-    ) -> ConsumeBlock:
-        """An entry or rule row's block in read_plan's one pass: the record's consume
-        function (or its inline loop, which gathers the derived key itself where the gather
-        says how) where it has one, else the rebuild's shortcut types and function, the
-        members of what the latter takes counted (``rebuilt``: the row's rebuild block, for
-        its default test and gather). The key is read under its name only: an older name
-        fails the pass's key check, and the pair's path reads it."""
-        crossing, w = table.crossing_of(row), self.w
-        out, path, at = _SPEC_PLACES[row.group]
-        where = self._where(f"{w.spell(path)}({w.spell(at)})", row.key)
-        consume = crossing.rebuild_record.consume
-        types = counted = ""
-        if consume is None:
-            call = self._rebuild_call(crossing, where)
-            shortcut = crossing.rebuild_record.rebuild_shortcut
-            if shortcut and shortcut.call:
-                call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
-            if shortcut and shortcut.exactly:
-                types = _type_test(w, shortcut.exactly)
-            counted = f"{w.counted}({w.value})"
-        elif consume.counted:
-            call, counted = w.value, f"{w.spell(consume.call)}({w.value})"
-        else:
-            call = f"{w.spell(consume.call)}({w.value})"
-        refuse_falsy = refuse_default = ""
-        if rebuilt.refuse_falsy:
-            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
-        if rebuilt.refuse_default:
-            refuse_default = f"{w.refuse_default}({w.value}, {where})"
-        tail, absent_test, null, count_absent = "", f"{w.value} is None", "", ""
-        if out == "entry":
-            # An entry's keys are checked by counting: each row read counts the key absent
-            # or takes it, a null only where freeze writes one (the rest refuse None), and
-            # the keys taken must be all the entry's.
-            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
-            count_absent = f"{w.absent} += 1"
-            null = f"{w.value} is None" if crossing.writes_null else ""
-        elif crossing.null_is_none:  # null is None, an absent key the default
-            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
-            null = f"{w.value} is None"
-        inline = lookup = parse = unless = ""
-        gather = rebuilt.gather
-        if consume is not None and consume.inline:
-            inline, lookup, parse = consume.inline, w.spell(consume.lookup), w.spell(consume.parse)
-            found = self.gathered_by(row, gathers)
-            if found is not None and found.unless:
-                gather, unless = "", w.spell(found.unless)
-        return ConsumeBlock(
-            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
-            read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
-            absent_test=absent_test,
-            count_absent=count_absent,
-            null=null,
-            target=row.name,
-            annotation=crossing.annotation,
-            default=crossing.absent,
-            types=types,
-            call=call,
-            counted=counted,
-            refuse_falsy=refuse_falsy,
-            refuse_default=refuse_default,
-            default_test=rebuilt.default_test,
-            gather=gather,
-            inline=inline,
-            lookup=lookup,
-            parse=parse,
-            gather_unless=unless,
-            calls=self._calls(types, refuse_falsy, refuse_default, gather, lookup, parse, unless)
-            + self._calls(*(() if inline else (call, counted)))
-            + (("UNSET",) if tail else ()),
         )
 
 
@@ -482,8 +427,8 @@ class Blocks:
     """Every row's block of both steps, decided once a run; templates print them."""
 
     freezes: dict[tuple[str, str], FreezeBlock]  # by (table, row)
-    rebuilds: dict[tuple[str, str], RebuildBlock]
-    consumes: dict[tuple[str, str], ConsumeBlock]  # the spec table's rows, by (table, row)
+    rebuilds: dict[tuple[str, str], ReadBlock]
+    consumes: dict[tuple[str, str], ReadBlock]  # the spec table's rows, by (table, row)
     gathers: bool  # whether the entries' walk gathers a derived key (w.gathered)
     # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
     # entry keys write_plan writes live, by the plan-wide check of their values.
@@ -498,11 +443,11 @@ class Blocks:
         """The row's freeze block."""
         return self.freezes[table.name, row.name]
 
-    def rebuild(self, table: Table, row: Any) -> RebuildBlock:
+    def rebuild(self, table: Table, row: Any) -> ReadBlock:
         """The row's rebuild assignment."""
         return self.rebuilds[table.name, row.name]
 
-    def consume(self, table: Table, row: Any) -> ConsumeBlock:
+    def consume(self, table: Table, row: Any) -> ReadBlock:
         """An entry or rule row's block in read_plan's one pass."""
         return self.consumes[table.name, row.name]
 
@@ -550,20 +495,18 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     words = Words(taken_names(tables))
     maker = BlockMaker(kinds, form, words)
     freezes: dict[tuple[str, str], FreezeBlock] = {}
-    rebuilds: dict[tuple[str, str], RebuildBlock] = {}
+    rebuilds: dict[tuple[str, str], ReadBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
-    consumes: dict[tuple[str, str], ConsumeBlock] = {}
+    consumes: dict[tuple[str, str], ReadBlock] = {}
     optional: set[str] = set()
     gathers = _gathers(tables, form.GROUP_PARAM_PLAN)
     for table in tables:
         for row in table.keyed:
             freezes[table.name, row.name] = maker.freeze(table, row)
-            rebuilds[table.name, row.name] = maker.rebuild(table, row, gathers)
+            rebuilds[table.name, row.name] = maker.read(table, row, gathers)
             if row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED:
-                consumes[table.name, row.name] = maker.consume(
-                    table, row, rebuilds[table.name, row.name], gathers
-                )
+                consumes[table.name, row.name] = maker.read(table, row, gathers, consumes=True)
             parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
             if parameter:
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
