@@ -193,9 +193,7 @@ class BlockMaker:
         if not crossing.reads_back:
             # A rebuild that builds Targets reads the planner's own back as trusted code.
             trusted = ", __READ_BACK" if crossing.rebuild_record.targets else ""
-            frozen = (
-                f"__admit({_own(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
-            )
+            frozen = f"__admit({_own(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
         call, exactly = _freeze_shortcut(crossing)
         if call:
             call = self.entry_shortcut(row, crossing)[0] or _own(call)
@@ -352,6 +350,22 @@ class BlockMaker:
             return "", "", ""
         return shortcut.inline, _own(shortcut.lookup), ""
 
+    def _absent(
+        self, row: Any, crossing: Crossing, plan_level: bool, consumes: bool
+    ) -> tuple[str, str, str]:
+        """``(absent_test, null, count_absent)``: the test that the key is absent, the test
+        of a null read as None apart from it ("": none), and (an entry's, in the pass) the
+        statement counting an absent key."""
+        if consumes and row.group == self.param_plan_group:
+            # An entry's keys are checked by counting: each row read counts the key absent
+            # or takes it, a null only where freeze writes one (the rest refuse None), and
+            # the keys taken must be all the entry's.
+            null = "__value is None" if crossing.writes_null else ""
+            return "__value is __UNSET", null, "__absent += 1"
+        if crossing.null_is_none:  # null is None, an absent key the default
+            return "__value is __UNSET", "__value is None", ""
+        return "__value is None" + (" or __value is __UNSET" if plan_level else ""), "", ""
+
     def read(
         self, table: Table, row: Any, gathers: dict[str, Gather], consumes: bool = False
     ) -> ReadBlock:
@@ -362,16 +376,7 @@ class BlockMaker:
             return self._derived(row, crossing, gathers)
         plan_level = row.group in table.top_level_groups
         read, where, older = self._read(table, row, consumes)
-        absent_test = "__value is None" + (" or __value is __UNSET" if plan_level else "")
-        null = count_absent = ""
-        if consumes and row.group == self.param_plan_group:
-            # An entry's keys are checked by counting: each row read counts the key absent
-            # or takes it, a null only where freeze writes one (the rest refuse None), and
-            # the keys taken must be all the entry's.
-            absent_test, count_absent = "__value is __UNSET", "__absent += 1"
-            null = "__value is None" if crossing.writes_null else ""
-        elif crossing.null_is_none:  # null is None, an absent key the default
-            null, absent_test = "__value is None", "__value is __UNSET"
+        absent_test, null, count_absent = self._absent(row, crossing, plan_level, consumes)
         refuse_null = refuse_falsy = refuse_default = default_test = ""
         if plan_level and not crossing.writes_null:
             refuse_null = f"__refuse_null({where}, absent={crossing.absent})"
