@@ -7,8 +7,8 @@ guard may pay for torch. A record's functions live in ``FUNCTIONS``, named by th
 ``freeze_<record>(value, path)`` (live -> JSON) and ``rebuild_<record>(value, path)``
 (JSON -> live; ``(value, path, targets)`` for a record that builds Targets); a derived key's record (freeze computes it) has ``check_<record>`` instead,
 which strict rebuild runs. The generator, the reference and the table lock all read the
-crossings ``resolve`` gives; nothing asks a kind name again. ``problems`` and
-``law_problem`` say, for the generator, what the records, names and rows fail to hold.
+crossings ``resolve`` gives; nothing asks a kind name again. What the records, names and
+rows fail to hold, the generator says (generator/kinds.py: kind_problems, law_problem).
 """
 
 from __future__ import annotations
@@ -649,85 +649,6 @@ def literal_problem(text: str) -> str | None:
     return None if repr(value) == text else f"{text!r} is not written as Python writes it"
 
 
-def problems(functions: dict[str, set[str]], defined: set[str]) -> list[str]:
-    """What the records and kind names say that the kinds' functions (``functions``: each
-    prefix's record names, of freeze_, rebuild_ and check_; ``defined``: every name that
-    module binds) do not hold, one line each; the generator refuses them all."""
-    found = []
-    for name, meaning in KINDS.items():
-        found += _record_problems(f"KINDS[{name!r}]", name, meaning, functions, defined)
-    readable = (functions["rebuild"] | functions["check"]) & set(KINDS)
-    for name, kind in KIND_NAMES.items():
-        at = f"KIND_NAMES[{name!r}]"
-        if kind.freeze is None and kind.rebuild is None:
-            found.append(
-                f"{at} serves no step: give it freeze=Writes(...) and/or rebuild=Reads(...)"
-            )
-        if kind.freeze and kind.freeze.record not in functions["freeze"] & set(KINDS):
-            used = kind.freeze.record
-            found.append(f"{at}: freeze record {used!r} has no freeze_{used} in KINDS")
-        if kind.rebuild and kind.rebuild.record not in readable:
-            used = kind.rebuild.record
-            found.append(f"{at}: rebuild record {used!r} has no rebuild_{used} in KINDS")
-        if kind.rebuild and kind.rebuild.absent and (bad := literal_problem(kind.rebuild.absent)):
-            found.append(f"{at}: the absent value {bad}")
-    named = {s.record for kind in KIND_NAMES.values() for s in (kind.freeze, kind.rebuild) if s}
-    return found + [
-        f"KINDS[{record!r}] has no kind name: name it in KIND_NAMES, the words rows use"
-        for record in sorted(set(KINDS) - named)
-    ]
-
-
-def _record_problems(
-    at: str, name: str, record: Record, functions: dict[str, set[str]], defined: set[str]
-) -> list[str]:
-    found = []
-    if not any(name in prefixed for prefixed in functions.values()):
-        found.append(f"{at} has no function: write freeze_{name} and/or rebuild_{name}")
-    if record.reads_back and name not in functions["freeze"]:
-        found.append(f"{at}: reads_back is said of a freeze; there is no freeze_{name}")
-    for reader in record.reads_back:
-        if reader not in functions["rebuild"] | functions["check"]:
-            found.append(f"{at}: reads_back names {reader!r}, which has no rebuild function")
-    for step, shortcut in (
-        ("freeze", record.freeze_shortcut),
-        ("rebuild", record.rebuild_shortcut),
-    ):
-        if shortcut is not None and name not in functions[step]:
-            found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
-    calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
-    calls += [s.call for s in (record.consume, record.gather) if s]
-    calls += [record.rebuild_shortcut.lookup] if record.rebuild_shortcut else []
-    inline = record.rebuild_shortcut.inline if record.rebuild_shortcut else ""
-    if inline not in INLINE_LOOPS:
-        found.append(
-            f"{at}: rebuild_shortcut inline={inline!r} is no loop the kinds template writes "
-            f"({', '.join(map(repr, INLINE_LOOPS))})"
-        )
-    elif inline and not (record.rebuild_shortcut and record.rebuild_shortcut.lookup):
-        found.append(f"{at}: rebuild_shortcut inline={inline!r} needs the lookup= it calls")
-    calls += [record.gather.check, record.gather.unless] if record.gather else []
-    consume = record.consume
-    if consume is not None:
-        calls += [consume.lookup, consume.parse]
-        if consume.inline not in INLINE_LOOPS:
-            found.append(
-                f"{at}: consume inline={consume.inline!r} is no loop the kinds template writes "
-                f"({', '.join(map(repr, INLINE_LOOPS))})"
-            )
-        elif consume.inline and not (consume.lookup and consume.parse and consume.counted):
-            found.append(
-                f"{at}: consume inline={consume.inline!r} converts in place, counting: it "
-                "needs counted=True and the lookup= and parse= it calls"
-            )
-    if record.write_shortcut is not None:
-        if name not in functions["freeze"]:
-            found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
-        calls += [record.write_shortcut.live, record.write_shortcut.check]
-    undefined = [call for call in calls if call and call not in defined]
-    return found + [f"{at}: shortcut {c!r} is no function the module defines" for c in undefined]
-
-
 def _named(row: SpecField, step: str) -> KindName:
     """The kind name the row gives ``step``, refused where it serves no such step."""
     word = getattr(row, step)
@@ -788,64 +709,6 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
         broken_type=_broken_type(hint, rebuild.record, absent, null_is_none, field)
         if field is not None
         else "",
-    )
-
-
-def _fits(row: SpecField, field: dataclasses.Field[Any], hint: Any, same: Crossing | None) -> list[str]:
-    """The pairs of kind names that keep all three laws for the field and carry every
-    value (none refuses None at freeze), as ``'freeze' with 'rebuild'``: of the records of
-    ``same`` where it is given, else every pair whose rebuild reads back what its freeze
-    writes."""
-    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
-    fits = []
-    for rebuild, kind in KIND_NAMES.items():
-        if kind.rebuild is None or same and kind.rebuild.record != same.rebuild:
-            continue
-        for freeze, other in KIND_NAMES.items():
-            if other.freeze is None or same and other.freeze.record != same.freeze:
-                continue
-            if not same and kind.rebuild.record not in KINDS[other.freeze.record].reads_back:
-                continue
-            if not same and KINDS[kind.rebuild.record].gather:  # derived: fills no field
-                continue
-            try:
-                offered = resolve(
-                    dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field, hint
-                )
-            except KindError:
-                continue
-            if not (offered.refuses_none or offered.broken_law or offered.broken_type):
-                fits.append(f"{freeze!r} with {rebuild!r}")
-    return fits
-
-
-def law_problem(row: SpecField, field: dataclasses.Field[Any], crossing: Crossing) -> str:
-    """Why the row's kinds lose its field's default or a value freeze leaves unwritten
-    (``crossing.broken_law``), or give a value its annotation does not admit
-    (``crossing.broken_type``), and the kind names that keep all three laws (of the same
-    records first) and carry every value, as generate says it."""
-    fits = _fits(row, field, crossing.hint, crossing)
-    if not fits and crossing.hint is not Any:  # a typed field: the kinds of its type
-        fits = _fits(row, field, crossing.hint, None)
-    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
-    fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
-    if not fits:
-        records = f" of records {crossing.freeze!r} and {crossing.rebuild!r}"
-        fix = (
-            f"No kind name{records if crossing.hint is Any else ''} keeps it: add one "
-            '(README, "Adding a kind"), or give the field a default its kinds keep.'
-        )
-    if crossing.broken_law:
-        default = field.default_factory() if callable(field.default_factory) else field.default
-        written = "always" if crossing.written is Written.ALWAYS else f"when {crossing.written}"
-        return (
-            f"the field's default {default!r} does not come back (freeze {row.freeze!r}, "
-            f"written {written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
-        )
-    return (
-        f"the field is annotated {shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
-        f"gives {shown_type(record_type(crossing.rebuild))}: {crossing.broken_type}.\n  "
-        + fix.replace("keep it", "fit")
     )
 
 
