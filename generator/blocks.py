@@ -176,6 +176,7 @@ class BlockMaker:
 
     def __init__(self, kinds: KindFacts, form: ModuleType) -> None:
         self.kinds = kinds
+        self.written = kinds.written  # the kinds module's Written: when freeze writes a key
         self.field_path = form.field_path
         self.param_plan_group = form.GROUP_PARAM_PLAN
         # Each name a block may call, by its spelling: the imports name the word itself.
@@ -196,7 +197,8 @@ class BlockMaker:
             frozen = f"__admit({_own(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
         call, exactly = _freeze_shortcut(crossing)
         if call:
-            call = self.entry_shortcut(row, crossing)[0] or _own(call)
+            shortcut = self.entry_shortcut(row, crossing)
+            call = shortcut[0] if shortcut else _own(call)
             frozen = f"{call}(__value) or {frozen}"
         elif exactly:
             frozen = f"__value if {_type_test(exactly)} else {frozen}"
@@ -208,12 +210,12 @@ class BlockMaker:
         trusted = ", __targets" if crossing.rebuild_record.targets else ""
         return f"{_own(crossing.function('rebuild'))}(__value, {where}{trusted})"
 
-    def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str]:
+    def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str] | None:
         """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
-        function, its plan-wide check)`` (the parameter named after the record); else four ""."""
+        function, its plan-wide check)`` (the parameter named after the record); else None."""
         write = crossing.freeze_record.write_shortcut
         if row.group != self.param_plan_group or write is None or not crossing.reads_back:
-            return ("", "", "", "")
+            return None
         call = _freeze_shortcut(crossing)[0]
         if not call:
             raise GeneratorError(
@@ -241,18 +243,22 @@ class BlockMaker:
             target = f"{_own(out)}[{row.key!r}]"
             source = f"__spec.{row.name}"
             where = self._where("__module_path(__fqn)", row.name)
-        written = crossing.written
-        condition = {"always": "", "truthy": "__value"}.get(written, "__value is not None")
-        if written == "not default":
+        written, when = self.written, f"when {crossing.written}"
+        condition = "__value is not None"
+        if crossing.written is written.ALWAYS:
+            condition, when = "", "always"
+        elif crossing.written is written.TRUTHY:
+            condition = "__value"
+        elif crossing.written is written.NOT_DEFAULT:
             condition = _is_default("__value", crossing, negated=True)
+            when = f"when not {crossing.absent}"
         otherwise = ""
         if crossing.refuses_none:
             otherwise = f"__refuse_none({where}, absent={crossing.absent})"
         frozen = self._frozen(row, crossing, where)
         if crossing.writes_null:  # None is written as null, which reads back as None
             frozen = f"None if __value is None else {frozen}"
-        when = {"always": "always", "not default": f"when not {crossing.absent}"}
-        comment = f"{row.name}: {crossing.freeze}, written " + when.get(written, f"when {written}")
+        comment = f"{row.name}: {crossing.freeze}, written {when}"
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
         return FreezeBlock(
@@ -380,9 +386,9 @@ class BlockMaker:
         refuse_null = refuse_falsy = refuse_default = default_test = ""
         if plan_level and not crossing.writes_null:
             refuse_null = f"__refuse_null({where}, absent={crossing.absent})"
-        if crossing.written == "truthy":
+        if crossing.written is self.written.TRUTHY:
             refuse_falsy = f"__refuse_falsy(__value, {where})"
-        if crossing.written == "not default" and crossing.absent != "None":
+        if crossing.written is self.written.NOT_DEFAULT and crossing.absent != "None":
             refuse_default = f"__refuse_default(__value, {where})"
             default_test = _is_default(row.name, crossing)
         call, types, counted = self._call(crossing, where, consumes)
@@ -510,8 +516,8 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
             rebuilds[table.name, row.name] = maker.read(table, row, gathers)
             if row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED:
                 consumes[table.name, row.name] = maker.read(table, row, gathers, consumes=True)
-            parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
-            if parameter:
+            if found := maker.entry_shortcut(row, table.crossing_of(row)):
+                parameter, copy, live, check = found
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
                     raise GeneratorError(
                         f"{table.label(row)}: write_plan's shortcut {live} and another's "
@@ -520,7 +526,7 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
                 checks[check] = (*checks.get(check, ()), row.key)
             top_level = row.group in table.top_level_groups and not row.within
             top_level = top_level and table.roles[row.group] != DERIVED
-            if top_level and table.crossing_of(row).written != "always":
+            if top_level and table.crossing_of(row).written is not kinds.written.ALWAYS:
                 optional.add(row.leaf)
     return Blocks(
         freezes, rebuilds, consumes, bool(gathers), shortcuts, checks, frozenset(optional), words

@@ -39,6 +39,7 @@ class KindFacts:
     error: type[Exception]  # what resolve raises, its message naming the fix
     law_problem: Callable[[Any, Any, Any], str]  # a broken law (defaults, type), and the fix
     field_types: Callable[[type], dict[str, Any]]  # a dataclass's annotations, resolved
+    written: Any  # the Written enum: when freeze writes a key
 
 
 def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
@@ -99,6 +100,7 @@ def read_kinds(root: Path, module: ModuleType) -> KindFacts:
         error=module.KindError,
         law_problem=partial(law_problem, module),
         field_types=module.field_types,
+        written=module.Written,
     )
 
 

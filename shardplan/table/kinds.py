@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import collections.abc
+import copy
 import dataclasses
 import difflib
 import functools
@@ -363,7 +364,7 @@ class Crossing:
     freeze: str
     rebuild: str
     written: Written
-    absent: str  # the Python literal an absent (or, lenient, null) key gives
+    absent: str  # the Python literal an absent (or, lenient, null) key gives, as printed
     annotation: str
     freeze_record: Record
     rebuild_record: Record
@@ -377,6 +378,8 @@ class Crossing:
     hint: Any = Any
     admits_none: bool = True
     broken_type: str = ""
+    # ``absent``'s value, parsed once by resolve: every check compares it, never the text.
+    absent_parsed: Any = None
 
     def function(self, step: str) -> str:
         """The name of the function ``step`` calls: ``freeze_<record>``, ``rebuild_<record>``,
@@ -428,19 +431,14 @@ class Crossing:
     def is_absent_value(self, value: Any) -> bool:
         """Whether ``value`` is the absent value exactly: equal to it, and of its type
         (``True`` is no default ``1``)."""
-        absent = self._absent_parsed
+        absent = self.absent_parsed
         return type(value) is type(absent) and value == absent
-
-    @functools.cached_property
-    def _absent_parsed(self) -> Any:
-        # Parsed once (a draw asks per value); only compared, never handed out.
-        return ast.literal_eval(self.absent)
 
     def absent_value(self) -> Any:
         """The absent value itself: a fresh object each call (a scalar is shared: it cannot
         change)."""
-        value = self._absent_parsed
-        return value if type(value) in _SCALARS else ast.literal_eval(self.absent)
+        value = self.absent_parsed
+        return value if type(value) in _SCALARS else copy.deepcopy(value)
 
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -537,7 +535,7 @@ def shown_type(hint: Any) -> str:
     )
 
 
-def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field: Any) -> str:
+def _broken_type(hint: Any, rebuild: str, absent: Any, null_is_none: bool, field: Any) -> str:
     """How a crossing breaks the third law (docs/contract.md §6), said as what the rebuild
     gives that the annotation ``hint`` does not admit; "" where it holds. The rebuild gives
     its record's type, the absent value and (null read as None) None; each must be an
@@ -547,10 +545,10 @@ def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field
     if hint is Any:
         return ""
     gives = record_type(rebuild)
-    absent_type = type(ast.literal_eval(absent))
+    absent_type = type(absent)
     default_types: list[Any] = []
     if field is not None and _states_default(field):
-        default = field.default_factory() if callable(field.default_factory) else field.default
+        default = _default_value(field)
         default_types.append(type(default))
     given = (gives, absent_type, *([type(None)] if null_is_none else []))
     wrong = [shown_type(m) for t in given for m in _members(t) if not admits(hint, m)]
@@ -586,11 +584,16 @@ def _states_default(field: dataclasses.Field[Any]) -> bool:
 
 
 def _broken_law(
-    written: Written, absent: str, field: dataclasses.Field[Any] | None, rebuild: str = ""
+    written: Written,
+    absent: str,
+    parsed: Any,
+    field: dataclasses.Field[Any] | None,
+    rebuild: str = "",
 ) -> str:
     """How a presence breaks the defaults laws (docs/contract.md §6) for the dataclass
     ``field`` (None: the row names none), said as what comes back instead; "" when both
-    hold. (a) An absent key rebuilds the field's default. (b) A value freeze leaves
+    hold (``absent``: the literal, ``parsed``: its value). (a) An absent key rebuilds the
+    field's default. (b) A value freeze leaves
     unwritten rebuilds as itself: None where written when not None (where None is no
     default, freeze refuses it instead), the default where written when not the default,
     and a falsy value, as the one falsy default, where written when truthy."""
@@ -600,14 +603,14 @@ def _broken_law(
         return "the default has no Python literal, so no absent key can rebuild it"
     if default is not None and absent != default:
         return f"an artifact without the key rebuilds {absent} instead"
-    if written is Written.TRUTHY and ast.literal_eval(absent):
+    if written is Written.TRUTHY and parsed:
         return (
             "a falsy value is never written (written when truthy), so 0, False or an "
             f"empty value would rebuild as {absent} instead"
         )
-    value = ast.literal_eval(default) if default is not None else None
+    value = _default_value(field) if default is not None and field is not None else None
     # (c) A default freeze writes comes back as itself, of its own type.
-    if default is not None and value is not None and rebuild and _writes(written, absent, value):
+    if default is not None and value is not None and rebuild and _writes(written, parsed, value):
         gives = record_type(rebuild)
         if not admits(gives, type(value)):
             return (
@@ -617,13 +620,13 @@ def _broken_law(
     return ""
 
 
-def _writes(written: Written, absent: str, value: Any) -> bool:
-    """Whether freeze writes ``value`` under a row of this presence (Crossing.writes)."""
+def _writes(written: Written, absent: Any, value: Any) -> bool:
+    """Whether freeze writes ``value`` under a row of this presence and absent value
+    (Crossing.writes)."""
     if written is Written.ALWAYS:
         return True
     if written is Written.NOT_DEFAULT:
-        parsed = ast.literal_eval(absent)
-        return not (type(value) is type(parsed) and value == parsed)
+        return not (type(value) is type(absent) and value == absent)
     return bool(value) if written is Written.TRUTHY else value is not None
 
 
@@ -640,13 +643,26 @@ def default_literal(field: dataclasses.Field[Any]) -> str | None:
     return _FACTORY_LITERALS.get(field.default_factory)
 
 
-def literal_problem(text: str) -> str | None:
-    """Why ``text`` is not a Python literal written as Python writes it, or None."""
+def _default_value(field: dataclasses.Field[Any]) -> Any:
+    """The dataclass field's default (a factory's, made once)."""
+    return field.default_factory() if callable(field.default_factory) else field.default
+
+
+def parse_literal(text: str) -> tuple[Any, str | None]:
+    """``(value, None)`` for a Python literal written as Python writes it (what a row or a
+    kind name states as text, parsed once here); else ``(None, why)``."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return f"{text!r} is not a Python literal"
-    return None if repr(value) == text else f"{text!r} is not written as Python writes it"
+        return None, f"{text!r} is not a Python literal"
+    if repr(value) != text:
+        return None, f"{text!r} is not written as Python writes it"
+    return value, None
+
+
+def literal_problem(text: str) -> str | None:
+    """Why ``text`` is not a Python literal written as Python writes it, or None."""
+    return parse_literal(text)[1]
 
 
 def _named(row: SpecField, step: str) -> KindName:
@@ -691,7 +707,8 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
             'to is unknown.\n  Set absent="..." on the row (a Python literal), or give '
             "the field a default"
         )
-    if problem := literal_problem(absent):
+    parsed, problem = parse_literal(absent)
+    if problem:
         raise KindError(f"absent={problem}")
     admits_none = field is None or admits(hint, type(None))
     null_is_none = written is Written.NOT_DEFAULT and absent != "None" and admits_none
@@ -703,10 +720,11 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
         annotation=str(field.type) if field else "",
         freeze_record=KINDS[freeze.record],
         rebuild_record=KINDS[rebuild.record],
-        broken_law=_broken_law(written, absent, field, rebuild.record),
+        broken_law=_broken_law(written, absent, parsed, field, rebuild.record),
         hint=hint,
         admits_none=admits_none,
-        broken_type=_broken_type(hint, rebuild.record, absent, null_is_none, field)
+        absent_parsed=parsed,
+        broken_type=_broken_type(hint, rebuild.record, parsed, null_is_none, field)
         if field is not None
         else "",
     )
