@@ -58,7 +58,7 @@ def _row_property(table: Table, row: Any, key: str, doc: str, **more: Any) -> di
     crossing = table.crossing_of(row)
     if crossing.written == "truthy":
         found = {**found, "allOf": [_FALSY]}
-    elif crossing.written == "not default" and crossing.absent != "None":
+    elif crossing.written == "not default" and crossing.absent_parsed is not None:
         found = {**found, "allOf": [{"not": {"const": crossing.absent_value()}}]}
     return found
 

@@ -388,7 +388,7 @@ class BlockMaker:
             refuse_null = f"__refuse_null({where}, absent={crossing.absent})"
         if crossing.written is self.written.TRUTHY:
             refuse_falsy = f"__refuse_falsy(__value, {where})"
-        if crossing.written is self.written.NOT_DEFAULT and crossing.absent != "None":
+        if crossing.written is self.written.NOT_DEFAULT and crossing.absent_parsed is not None:
             refuse_default = f"__refuse_default(__value, {where})"
             default_test = _is_default(row.name, crossing)
         call, types, counted = self._call(crossing, where, consumes)

@@ -397,7 +397,7 @@ class Crossing:
         """Freeze writes null for None: the key is written always and None is its absence,
         or written when not the default and None is not the default."""
         if self.written is Written.ALWAYS:
-            return self.absent == "None"
+            return self.absent_parsed is None
         return self.null_is_none
 
     @property
@@ -405,13 +405,14 @@ class Crossing:
         """A null reads back as None and an absent key as the default, which is not None
         (written when not the default), where the field admits None: rebuild tells the two
         apart. (Where it does not, None is no value to write: freeze refuses it by type.)"""
-        return self.written is Written.NOT_DEFAULT and self.absent != "None" and self.admits_none
+        not_none = self.absent_parsed is not None
+        return self.written is Written.NOT_DEFAULT and not_none and self.admits_none
 
     @property
     def refuses_none(self) -> bool:
         """Freeze refuses None: it is not written, and the absent key rebuilds to something
         else (``is_boundary: None`` would come back ``True``)."""
-        return self.written is Written.NOT_NONE and self.absent != "None"
+        return self.written is Written.NOT_NONE and self.absent_parsed is not None
 
     @property
     def written_at_absent(self) -> bool:
@@ -711,7 +712,7 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
     if problem:
         raise KindError(f"absent={problem}")
     admits_none = field is None or admits(hint, type(None))
-    null_is_none = written is Written.NOT_DEFAULT and absent != "None" and admits_none
+    null_is_none = written is Written.NOT_DEFAULT and parsed is not None and admits_none
     return Crossing(
         freeze=freeze.record,
         rebuild=rebuild.record,
