@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 # The builtins each module's template calls itself, beside those its blocks call.
-_TEMPLATE_BUILTINS = {"freeze": {"len"}, "rebuild": {"dict", "len", "str", "type"}}
+_TEMPLATE_BUILTINS = {"freeze": {"len"}, "rebuild": {"Exception", "dict", "len", "str", "type"}}
 
 
 # Where a spec-table group's block reads and writes: the entry, and the paths' functions.
