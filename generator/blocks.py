@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 # a plan-level key the document does not hold. Imported where a block uses it.
 SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
+# The builtins each module's template calls itself, beside those its blocks call.
+_TEMPLATE_BUILTINS = {"freeze": {"len"}, "rebuild": {"Exception", "dict", "len", "str", "type"}}
 
 
 # Where a spec-table group's block reads and writes: the entry, and the paths' functions.
@@ -30,13 +32,18 @@ _SPEC_PLACES = {
 }
 
 
+def _own(name: str) -> str:
+    """The generated code's own name for ``name`` where a row's name may live beside it:
+    two underscores first, a form the generator refuses for every field and key."""
+    return "__" + name.lstrip("_")
+
+
 @dataclass(frozen=True)
 class Words:
-    """The generated code's own names (its locals, parameters, imports, builtins), each
-    spelled so that no name a row puts beside them can be it: a field's local, an object's
-    local, a CodegenMeta field. A word one of those takes gains underscores until it is
-    free, so any name a dataclass field may take is a valid row name, by construction.
-    Templates and blocks spell every such word through here (``w.value``)."""
+    """The names meta.py's CodegenMeta body uses beside its fields (one per top-level key),
+    each spelled so that no key can be it: a word a key takes gains underscores until it is
+    free. (A class body mangles names beginning with two underscores, so the form the other
+    modules use for their own names is not open here.)"""
 
     taken: frozenset[str]
 
@@ -51,16 +58,10 @@ class Words:
             raise AttributeError(word)
         return self.spell(word)
 
-    __getitem__ = spell
-
     def imported(self, name: str) -> str:
         """An import of ``name`` as the generated code spells it."""
         spelled = self.spell(name)
         return name if spelled == name else f"{name} as {spelled}"
-
-    def builtins(self) -> list[str]:
-        """The builtins a row's name would hide, bound under their spelling."""
-        return [f"{self.spell(name)} = {name}" for name in sorted(self.taken & _BUILTINS)]
 
 
 @dataclass(frozen=True)
@@ -78,27 +79,40 @@ class FreezeBlock:
 
 
 @dataclass(frozen=True)
-class RebuildBlock:
-    """One row's rebuild assignment: ``read`` binds ``value``; strict refusals; then
-    ``<target> = value`` for the shortcut's ``types``, ``default`` where ``absent_test``
-    holds, else ``call``. A derived key runs ``check`` instead of assigning."""
+class ReadBlock:
+    """One row's read, in the rebuild of a CodegenMeta or, where ``consumes``, in read_plan's
+    one pass over a document it alone holds (an entry or rule row; strict always). ``read``
+    binds ``value``; an absent key (``absent_test``) gives ``default`` (an entry's counted,
+    ``count_absent``), a null None where ``null``; else the value is taken as it is where
+    ``types`` hold, else ``call`` gives the live value (the pass adds ``counted``, the members
+    of the objects in it); then the strict refusals and the derived key's ``gather``. A
+    derived key runs ``check`` instead of assigning. In the pass, a null under any other key
+    fails: an entry's the type test, the consume function or ``counted`` it meets, a rule's
+    in index_rules; an older name fails the pass's key check, and the pair's path reads it."""
 
     comment: str = ""
     read: str = ""
+    consumes: bool = False
     refuse_null: str = ""  # the statement strict runs for a null, or ""
     refuse_falsy: str = ""  # the statement strict runs for a falsy value, or ""
     refuse_default: str = ""  # the statement strict runs for the default, or ""
     default_test: str = ""  # the test of the rebuilt value that it is the default
     null: str = ""  # "value is None" where null reads as None apart from the absent key
-    types: str = ""  # the type test of an exactly-typed shortcut, or ""
+    types: str = ""  # the type test of values taken as they are, or ""
     target: str = ""
     annotation: str = ""  # the field's own annotation: its local's declared type
     absent_test: str = ""
+    count_absent: str = ""  # the statement an absent key runs too in the pass, or ""
     default: str = ""
     call: str = ""  # the expression for any other value
-    inline: str = ""  # the kinds template's loop written for the shortcut, or ""
-    lookup: str = ""  # the inline loop's lookup function, as spelled
-    slow: str = ""  # the kind's own call, for a value the inline loop does not take
+    counted: str = ""  # the pass: the members of the objects the value holds, or ""
+    # The kinds template's loop written for the call ("": none), with its lookup function
+    # and, in the pass, its parse function, as spelled; the kind's own call (``slow``) for a
+    # value the rebuild's loop does not take.
+    inline: str = ""
+    lookup: str = ""
+    parse: str = ""
+    slow: str = ""
     check: str = ""  # a derived key: the statement strict runs on a present value
     gather: str = ""  # the statement strict runs on a truthy rebuilt value: a derived key's part
     # Where the inline loop gathers that part itself (no ``gather``): the placement type a
@@ -108,59 +122,24 @@ class RebuildBlock:
     calls: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class ConsumeBlock:
-    """One entry or rule row in read_plan's one pass over a document it alone holds:
-    ``read`` binds ``value``; an absent key (``absent_test``) gives ``default``, a null
-    (where ``null``: freeze writes it for None) None; else the value is taken as it is where
-    ``types`` hold, else ``call`` gives the live value (``counted``, added to the members,
-    counts the objects in it); then the strict refusals and the derived key's ``gather``,
-    as the rebuild runs them. A null under any other key fails: an entry's the type test,
-    the consume function or ``counted`` it meets, a rule's in index_rules."""
-
-    comment: str = ""
-    read: str = ""
-    absent_test: str = ""
-    count_absent: str = ""  # the statement an absent key runs too (an entry's: its keys counted)
-    null: str = ""
-    target: str = ""
-    annotation: str = ""
-    default: str = ""
-    types: str = ""  # a type test whose values are taken as they are, or ""
-    call: str = ""  # the live value of any other present value
-    counted: str = ""  # the members of the objects the value holds, or "" (it holds none)
-    refuse_falsy: str = ""
-    refuse_default: str = ""
-    default_test: str = ""
-    gather: str = ""
-    # The kinds template's loop written in place of ``call`` ("": none), with the lookup
-    # and parse functions it calls, as spelled; and, where that loop gathers the derived
-    # key itself (no ``gather``), the placement type a name must hold only to add nothing.
-    inline: str = ""
-    lookup: str = ""
-    parse: str = ""
-    gather_unless: str = ""
-    calls: tuple[str, ...] = ()
-
-
-def _is_default(w: Words, name: str, crossing: Crossing, negated: bool = False) -> str:
+def _is_default(name: str, crossing: Crossing, negated: bool = False) -> str:
     """The test that ``name`` is the crossing's absent value exactly (equal, and of its
     type), as freeze's "not default" condition leaves it unwritten; ``negated``, that it is
     not."""
     absent, default = crossing.absent, crossing.absent_value()
     if default is None or isinstance(default, bool):
         return f"{name} is {'not ' * negated}{absent}"
-    kind = w.spell(type(default).__name__)
+    kind = _own(type(default).__name__)
     if negated:
-        return f"{name} != {absent} or {w.type}({name}) is not {kind}"
-    return f"{name} == {absent} and {w.type}({name}) is {kind}"
+        return f"{name} != {absent} or __type({name}) is not {kind}"
+    return f"{name} == {absent} and __type({name}) is {kind}"
 
 
-def _type_test(w: Words, types: tuple[type, ...]) -> str:
-    names = [w.spell(t.__name__) for t in types]
+def _type_test(types: tuple[type, ...]) -> str:
+    names = [_own(t.__name__) for t in types]
     if len(types) == 1:
-        return f"{w.type}({w.value}) is {names[0]}"
-    return f"{w.type}({w.value}) in ({', '.join(names)})"
+        return f"__type(__value) is {names[0]}"
+    return f"__type(__value) in ({', '.join(names)})"
 
 
 def _freeze_shortcut(crossing: Crossing) -> tuple[str, tuple[type, ...]]:
@@ -195,13 +174,13 @@ def _calls(*expressions: str, known: dict[str, str]) -> tuple[str, ...]:
 class BlockMaker:
     """Decides every block of one run from the kinds and the format module."""
 
-    def __init__(self, kinds: KindFacts, form: ModuleType, words: Words) -> None:
+    def __init__(self, kinds: KindFacts, form: ModuleType) -> None:
         self.kinds = kinds
+        self.written = kinds.written  # the kinds module's Written: when freeze writes a key
         self.field_path = form.field_path
         self.param_plan_group = form.GROUP_PARAM_PLAN
-        self.w = words
         # Each name a block may call, by its spelling: the imports name the word itself.
-        self.known = {words.spell(n): n for n in kinds.defined | SHAPES_NAMES | _BUILTINS}
+        self.known = {_own(n): n for n in kinds.defined | SHAPES_NAMES | _BUILTINS}
 
     def _calls(self, *expressions: str) -> tuple[str, ...]:
         return _calls(*expressions, known=self.known)
@@ -211,74 +190,75 @@ class BlockMaker:
         return f"{base} + {self.field_path('', key)!r}" if base else repr(key)
 
     def _frozen(self, row: Any, crossing: Crossing, where: str) -> str:
-        w = self.w
-        frozen = f"{w.spell(crossing.function('freeze'))}({w.value}, {where})"
+        frozen = f"{_own(crossing.function('freeze'))}(__value, {where})"
         if not crossing.reads_back:
             # A rebuild that builds Targets reads the planner's own back as trusted code.
-            trusted = f", {w.READ_BACK}" if crossing.rebuild_record.targets else ""
-            frozen = (
-                f"{w.admit}({w.spell(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
-            )
+            trusted = ", __READ_BACK" if crossing.rebuild_record.targets else ""
+            frozen = f"__admit({_own(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
         call, exactly = _freeze_shortcut(crossing)
         if call:
-            call = self.entry_shortcut(row, crossing)[0] or w.spell(call)
-            frozen = f"{call}({w.value}) or {frozen}"
+            shortcut = self.entry_shortcut(row, crossing)
+            call = shortcut[0] if shortcut else _own(call)
+            frozen = f"{call}(__value) or {frozen}"
         elif exactly:
-            frozen = f"{w.value} if {_type_test(w, exactly)} else {frozen}"
+            frozen = f"__value if {_type_test(exactly)} else {frozen}"
         return frozen
 
     def _rebuild_call(self, crossing: Crossing, where: str) -> str:
         """The call of the row's rebuild function; one that builds Targets is passed what
         the rebuild's caller allowed (``targets``, made from its ``allow_targets``)."""
-        w = self.w
-        trusted = f", {w.targets}" if crossing.rebuild_record.targets else ""
-        return f"{w.spell(crossing.function('rebuild'))}({w.value}, {where}{trusted})"
+        trusted = ", __targets" if crossing.rebuild_record.targets else ""
+        return f"{_own(crossing.function('rebuild'))}(__value, {where}{trusted})"
 
-    def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str]:
+    def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str] | None:
         """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
-        function, its plan-wide check)`` (the parameter named after the record); else four ""."""
+        function, its plan-wide check)`` (the parameter named after the record); else None."""
         write = crossing.freeze_record.write_shortcut
         if row.group != self.param_plan_group or write is None or not crossing.reads_back:
-            return ("", "", "", "")
+            return None
         call = _freeze_shortcut(crossing)[0]
         if not call:
             raise GeneratorError(
                 f"kind {row.freeze!r} has a write shortcut ({write.live}) but no freeze shortcut "
                 "function it could stand for: give its record a Shortcut(call=...)"
             )
-        return (self.w.spell(f"{crossing.freeze}_shortcut"), call, write.live, write.check)
+        return (f"{crossing.freeze}_shortcut", call, write.live, write.check)
 
     def freeze(self, table: Table, row: Any) -> FreezeBlock:
         """The row's freeze block."""
-        crossing, w = table.crossing_of(row), self.w
+        crossing = table.crossing_of(row)
         if table.roles[row.group] == DERIVED:
-            written = f"{w.spell(crossing.function('freeze'))}({w.param_plan})"
+            written = f"{_own(crossing.function('freeze'))}(__param_plan)"
             return FreezeBlock(
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
-                target=f"{w.document}[{row.key!r}]",
+                target=f"__document[{row.key!r}]",
                 written=written,
                 calls=self._calls(written),
             )
         if row.group in table.top_level_groups:  # the plan level: the document, or its object
-            target = f"{row.within or w.document}[{row.leaf!r}]"
-            source, where = f"{w.plan}.{row.name}", repr(row.name)
+            target = f"{row.within or '__document'}[{row.leaf!r}]"
+            source, where = f"__plan.{row.name}", repr(row.name)
         else:
             out, _, _ = _SPEC_PLACES[row.group]
-            target = f"{w.spell(out)}[{row.key!r}]"
-            source = f"{w.spec}.{row.name}"
-            where = self._where(f"{w.module_path}({w.fqn})", row.name)
-        written = crossing.written
-        condition = {"always": "", "truthy": w.value}.get(written, f"{w.value} is not None")
-        if written == "not default":
-            condition = _is_default(w, w.value, crossing, negated=True)
+            target = f"{_own(out)}[{row.key!r}]"
+            source = f"__spec.{row.name}"
+            where = self._where("__module_path(__fqn)", row.name)
+        written, when = self.written, f"when {crossing.written}"
+        condition = "__value is not None"
+        if crossing.written is written.ALWAYS:
+            condition, when = "", "always"
+        elif crossing.written is written.TRUTHY:
+            condition = "__value"
+        elif crossing.written is written.NOT_DEFAULT:
+            condition = _is_default("__value", crossing, negated=True)
+            when = f"when not {crossing.absent}"
         otherwise = ""
         if crossing.refuses_none:
-            otherwise = f"{w.refuse_none}({where}, absent={crossing.absent})"
+            otherwise = f"__refuse_none({where}, absent={crossing.absent})"
         frozen = self._frozen(row, crossing, where)
         if crossing.writes_null:  # None is written as null, which reads back as None
-            frozen = f"None if {w.value} is None else {frozen}"
-        when = {"always": "always", "not default": f"when not {crossing.absent}"}
-        comment = f"{row.name}: {crossing.freeze}, written " + when.get(written, f"when {written}")
+            frozen = f"None if __value is None else {frozen}"
+        comment = f"{row.name}: {crossing.freeze}, written {when}"
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
         return FreezeBlock(
@@ -300,83 +280,129 @@ class BlockMaker:
         gather = self.gathered_by(row, gathers)
         if gather is None:
             return ""
-        return f"{self.w.spell(gather.call)}({self.w.fqn}, {row.name}, {self.w.gathered})"
+        return f"{_own(gather.call)}(__fqn, {row.name}, __gathered)"
 
-    def rebuild(self, table: Table, row: Any, gathers: dict[str, Gather]) -> RebuildBlock:
-        """The row's rebuild assignment (or, derived, its strict check)."""
-        crossing, w = table.crossing_of(row), self.w
-        default = crossing.absent
-        if table.roles[row.group] == DERIVED:
-            gathering = crossing.rebuild_record.gather
-            if gathering is not None and gathering.key in gathers:  # gathered in the walk
-                check = (
-                    f"{w.spell(gathering.check)}({w.value}, {row.key!r}, {w.gathered}, "
-                    f"{w.meta}.param_plan)"
-                )
-            else:
-                check = f"{w.spell(crossing.function('check'))}({w.value}, {row.key!r}, {w.meta}.param_plan)"
-            return RebuildBlock(
-                comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
-                "rebuild refuses a stale one",
-                read=f"{w.value} = {w.meta}.{row.key}",
-                absent_test=f"{w.value} is None or {w.value} is {w.UNSET}",
-                default=default,
-                check=check,
-                calls=self._calls(check, w.UNSET),
-            )
+    def _derived(self, row: Any, crossing: Crossing, gathers: dict[str, Gather]) -> ReadBlock:
+        """A derived key's strict check: against what the entries' walk gathered, or from
+        the entries by the record's check function."""
+        gathering = crossing.rebuild_record.gather
+        if gathering is not None and gathering.key in gathers:  # gathered in the walk
+            check = f"{_own(gathering.check)}(__value, {row.key!r}, __gathered, "
+        else:
+            check = f"{_own(crossing.function('check'))}(__value, {row.key!r}, "
+        check += "__meta.param_plan)"
+        return ReadBlock(
+            comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
+            "rebuild refuses a stale one",
+            read=f"__value = __meta.{row.key}",
+            absent_test="__value is None or __value is __UNSET",
+            default=crossing.absent,
+            check=check,
+            calls=self._calls(check, "__UNSET"),
+        )
+
+    def _read(self, table: Table, row: Any, consumes: bool) -> tuple[str, str, str]:
+        """``(read, where, older)``: the statement binding the row's value, its error path,
+        and the comment's note of the key's older names. The pass reads an entry's key with
+        UNSET for absent, its own name only."""
+        crossing = table.crossing_of(row)
         plan_level = row.group in table.top_level_groups
-        comment = f"{row.name}: {crossing.rebuild}, {default} when absent"
         if plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
-            read, where = f"{w.value} = {w.meta}.{row.leaf}", repr(row.key)
+            return f"__value = __meta.{row.leaf}", repr(row.key), ""
+        if plan_level:
+            source, base, key, leaves = row.within, "", row.leaf, row.alias_leaves
         else:
-            if plan_level:
-                source, base = row.within, ""
-            else:
-                out, path, at = _SPEC_PLACES[row.group]
-                source, base = w.spell(out), f"{w.spell(path)}({w.spell(at)})"
-            leaves = row.alias_leaves if plan_level else row.aliases
-            key = row.leaf if plan_level else row.key
-            tail = f", {w.UNSET}" if plan_level or crossing.null_is_none else ""
-            if leaves:
-                comment += f"; older artifacts name it {', '.join(leaves)}"
-                at = repr(row.within) if plan_level else base
-                read = (
-                    f"{w.value}, {w.where} = {w.read_renamed}({source}, {key!r}, {leaves!r}, "
-                    f"{at}{tail})"
-                )
-                where = w.where
-            else:
-                read = f"{w.value} = {source}.get({key!r}{tail})"
-                where = repr(row.key) if plan_level else self._where(base, key)
-        refuse_null = ""
-        if plan_level and not crossing.writes_null:
-            refuse_null = f"{w.refuse_null}({where}, absent={default})"
-        refuse_falsy = ""
-        if crossing.written == "truthy":
-            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
-        absent_test = f"{w.value} is None" + (f" or {w.value} is {w.UNSET}" if plan_level else "")
-        null = refuse_default = default_test = ""
-        if crossing.null_is_none:  # null is None, an absent key the default
-            null, absent_test = f"{w.value} is None", f"{w.value} is {w.UNSET}"
-        if crossing.written == "not default" and default != "None":
-            refuse_default = f"{w.refuse_default}({w.value}, {where})"
-            default_test = _is_default(w, row.name, crossing)
-        call = slow = self._rebuild_call(crossing, where)
+            out, path, at = _SPEC_PLACES[row.group]
+            source, base, key = _own(out), f"{_own(path)}({_own(at)})", row.key
+            leaves = () if consumes else row.aliases
+        entry = row.group == self.param_plan_group
+        tail = ", __UNSET" if plan_level or crossing.null_is_none or consumes and entry else ""
+        if not leaves:
+            where = repr(row.key) if plan_level else self._where(base, key)
+            return f"__value = {source}.get({key!r}{tail})", where, ""
+        at = repr(row.within) if plan_level else base
+        read = f"__value, __where = __read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
+        return read, "__where", f"; older artifacts name it {', '.join(leaves)}"
+
+    def _call(self, crossing: Crossing, where: str, consumes: bool) -> tuple[str, str, str]:
+        """``(call, types, counted)``: the live value of a present value, the type test of
+        the values taken as they are, and (the pass) the members of the objects counted."""
+        consume = crossing.rebuild_record.consume if consumes else None
+        if consume is not None:
+            if consume.counted:
+                return "__value", "", f"{_own(consume.call)}(__value)"
+            return f"{_own(consume.call)}(__value)", "", ""
+        call = self._rebuild_call(crossing, where)
         shortcut = crossing.rebuild_record.rebuild_shortcut
-        types = _type_test(w, shortcut.exactly) if shortcut and shortcut.exactly else ""
         if shortcut and shortcut.call:
-            call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
-        inline = shortcut.inline if shortcut and not (plan_level or crossing.null_is_none) else ""
-        lookup = w.spell(shortcut.lookup) if inline and shortcut else ""
-        gather = slow_gather = unless = ""
-        if found := self.gathered_by(row, gathers):
-            gather = self.gather(row, gathers)
-            if inline and found.unless:  # the loop gathers; the kind's call, then the walk
-                gather, slow_gather, unless = "", gather, w.spell(found.unless)
-        return RebuildBlock(
-            comment=comment,
+            call = f"{_own(shortcut.call)}(__value) or {call}"
+        types = _type_test(shortcut.exactly) if shortcut and shortcut.exactly else ""
+        return call, types, "__counted(__value)" if consumes else ""
+
+    def _inline(self, table: Table, row: Any, consumes: bool) -> tuple[str, str, str]:
+        """``(inline, lookup, parse)``: the kinds template's loop the row's read writes, its
+        lookup and (the pass) parse functions, as spelled; three "" for none."""
+        crossing = table.crossing_of(row)
+        if consumes:
+            consume = crossing.rebuild_record.consume
+            if consume is None or not consume.inline:
+                return "", "", ""
+            return consume.inline, _own(consume.lookup), _own(consume.parse)
+        shortcut = crossing.rebuild_record.rebuild_shortcut
+        if not shortcut or not shortcut.inline or crossing.null_is_none:
+            return "", "", ""
+        if row.group in table.top_level_groups:
+            return "", "", ""
+        return shortcut.inline, _own(shortcut.lookup), ""
+
+    def _absent(
+        self, row: Any, crossing: Crossing, plan_level: bool, consumes: bool
+    ) -> tuple[str, str, str]:
+        """``(absent_test, null, count_absent)``: the test that the key is absent, the test
+        of a null read as None apart from it ("": none), and (an entry's, in the pass) the
+        statement counting an absent key."""
+        if consumes and row.group == self.param_plan_group:
+            # An entry's keys are checked by counting: each row read counts the key absent
+            # or takes it, a null only where freeze writes one (the rest refuse None), and
+            # the keys taken must be all the entry's.
+            null = "__value is None" if crossing.writes_null else ""
+            return "__value is __UNSET", null, "__absent += 1"
+        if crossing.null_is_none:  # null is None, an absent key the default
+            return "__value is __UNSET", "__value is None", ""
+        return "__value is None" + (" or __value is __UNSET" if plan_level else ""), "", ""
+
+    def read(
+        self, table: Table, row: Any, gathers: dict[str, Gather], consumes: bool = False
+    ) -> ReadBlock:
+        """The row's read: its rebuild assignment (a derived key's strict check), or where
+        ``consumes`` its block in read_plan's one pass."""
+        crossing = table.crossing_of(row)
+        if table.roles[row.group] == DERIVED:
+            return self._derived(row, crossing, gathers)
+        plan_level = row.group in table.top_level_groups
+        read, where, older = self._read(table, row, consumes)
+        absent_test, null, count_absent = self._absent(row, crossing, plan_level, consumes)
+        refuse_null = refuse_falsy = refuse_default = default_test = ""
+        if plan_level and not crossing.writes_null:
+            refuse_null = f"__refuse_null({where}, absent={crossing.absent})"
+        if crossing.written is self.written.TRUTHY:
+            refuse_falsy = f"__refuse_falsy(__value, {where})"
+        if crossing.written is self.written.NOT_DEFAULT and crossing.absent_parsed is not None:
+            refuse_default = f"__refuse_default(__value, {where})"
+            default_test = _is_default(row.name, crossing)
+        call, types, counted = self._call(crossing, where, consumes)
+        inline, lookup, parse = self._inline(table, row, consumes)
+        slow = "" if consumes else self._rebuild_call(crossing, where)
+        gather, slow_gather, unless = self.gather(row, gathers), "", ""
+        found = self.gathered_by(row, gathers)
+        if found and inline and found.unless:  # the loop gathers; the kind's call, then the walk
+            gather, slow_gather, unless = "", "" if consumes else gather, _own(found.unless)
+        shown = (f"{lookup}({slow})", parse) if inline else (call, counted)
+        return ReadBlock(
+            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
             read=read,
+            consumes=consumes,
             refuse_null=refuse_null,
             refuse_falsy=refuse_falsy,
             refuse_default=refuse_default,
@@ -386,94 +412,20 @@ class BlockMaker:
             target=row.name,
             annotation=crossing.annotation,
             absent_test=absent_test,
-            default=default,
+            count_absent=count_absent,
+            default=crossing.absent,
             call=call,
+            counted=counted,
             inline=inline,
             lookup=lookup,
+            parse=parse,
             slow=slow,
             gather=gather,
             gather_unless=unless,
             slow_gather=slow_gather,
-            calls=self._calls(
-                read, refuse_null, refuse_falsy, refuse_default, types, absent_test, gather
-            )
-            + self._calls(slow_gather, unless)
-            + self._calls(f"{lookup}({slow})" if inline else call)
+            calls=self._calls(read, refuse_null, refuse_falsy, refuse_default, types, absent_test)
+            + self._calls(gather, slow_gather, unless, *shown)
             + (("UNSET",) if refuse_default else ()),
-        )
-
-    def consume(
-        self, table: Table, row: Any, rebuilt: RebuildBlock, gathers: dict[str, Gather]
-    ) -> ConsumeBlock:
-        """An entry or rule row's block in read_plan's one pass: the record's consume
-        function (or its inline loop, which gathers the derived key itself where the gather
-        says how) where it has one, else the rebuild's shortcut types and function, the
-        members of what the latter takes counted (``rebuilt``: the row's rebuild block, for
-        its default test and gather). The key is read under its name only: an older name
-        fails the pass's key check, and the pair's path reads it."""
-        crossing, w = table.crossing_of(row), self.w
-        out, path, at = _SPEC_PLACES[row.group]
-        where = self._where(f"{w.spell(path)}({w.spell(at)})", row.key)
-        consume = crossing.rebuild_record.consume
-        types = counted = ""
-        if consume is None:
-            call = self._rebuild_call(crossing, where)
-            shortcut = crossing.rebuild_record.rebuild_shortcut
-            if shortcut and shortcut.call:
-                call = f"{w.spell(shortcut.call)}({w.value}) or {call}"
-            if shortcut and shortcut.exactly:
-                types = _type_test(w, shortcut.exactly)
-            counted = f"{w.counted}({w.value})"
-        elif consume.counted:
-            call, counted = w.value, f"{w.spell(consume.call)}({w.value})"
-        else:
-            call = f"{w.spell(consume.call)}({w.value})"
-        refuse_falsy = refuse_default = ""
-        if rebuilt.refuse_falsy:
-            refuse_falsy = f"{w.refuse_falsy}({w.value}, {where})"
-        if rebuilt.refuse_default:
-            refuse_default = f"{w.refuse_default}({w.value}, {where})"
-        tail, absent_test, null, count_absent = "", f"{w.value} is None", "", ""
-        if out == "entry":
-            # An entry's keys are checked by counting: each row read counts the key absent
-            # or takes it, a null only where freeze writes one (the rest refuse None), and
-            # the keys taken must be all the entry's.
-            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
-            count_absent = f"{w.absent} += 1"
-            null = f"{w.value} is None" if crossing.writes_null else ""
-        elif crossing.null_is_none:  # null is None, an absent key the default
-            tail, absent_test = f", {w.UNSET}", f"{w.value} is {w.UNSET}"
-            null = f"{w.value} is None"
-        inline = lookup = parse = unless = ""
-        gather = rebuilt.gather
-        if consume is not None and consume.inline:
-            inline, lookup, parse = consume.inline, w.spell(consume.lookup), w.spell(consume.parse)
-            found = self.gathered_by(row, gathers)
-            if found is not None and found.unless:
-                gather, unless = "", w.spell(found.unless)
-        return ConsumeBlock(
-            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent",
-            read=f"{w.value} = {w.spell(out)}.get({row.key!r}{tail})",
-            absent_test=absent_test,
-            count_absent=count_absent,
-            null=null,
-            target=row.name,
-            annotation=crossing.annotation,
-            default=crossing.absent,
-            types=types,
-            call=call,
-            counted=counted,
-            refuse_falsy=refuse_falsy,
-            refuse_default=refuse_default,
-            default_test=rebuilt.default_test,
-            gather=gather,
-            inline=inline,
-            lookup=lookup,
-            parse=parse,
-            gather_unless=unless,
-            calls=self._calls(types, refuse_falsy, refuse_default, gather, lookup, parse, unless)
-            + self._calls(*(() if inline else (call, counted)))
-            + (("UNSET",) if tail else ()),
         )
 
 
@@ -482,9 +434,9 @@ class Blocks:
     """Every row's block of both steps, decided once a run; templates print them."""
 
     freezes: dict[tuple[str, str], FreezeBlock]  # by (table, row)
-    rebuilds: dict[tuple[str, str], RebuildBlock]
-    consumes: dict[tuple[str, str], ConsumeBlock]  # the spec table's rows, by (table, row)
-    gathers: bool  # whether the entries' walk gathers a derived key (w.gathered)
+    rebuilds: dict[tuple[str, str], ReadBlock]
+    consumes: dict[tuple[str, str], ReadBlock]  # the spec table's rows, by (table, row)
+    gathers: bool  # whether the entries' walk gathers a derived key (__gathered)
     # The entries' shortcut parameters: name -> (freeze's function, write_plan's), and the
     # entry keys write_plan writes live, by the plan-wide check of their values.
     entry_shortcuts: dict[str, tuple[str, str]]
@@ -498,11 +450,11 @@ class Blocks:
         """The row's freeze block."""
         return self.freezes[table.name, row.name]
 
-    def rebuild(self, table: Table, row: Any) -> RebuildBlock:
+    def rebuild(self, table: Table, row: Any) -> ReadBlock:
         """The row's rebuild assignment."""
         return self.rebuilds[table.name, row.name]
 
-    def consume(self, table: Table, row: Any) -> ConsumeBlock:
+    def consume(self, table: Table, row: Any) -> ReadBlock:
         """An entry or rule row's block in read_plan's one pass."""
         return self.consumes[table.name, row.name]
 
@@ -520,7 +472,8 @@ class Blocks:
         return {self.rebuild(table, row).inline for row in table.keyed} - {""}
 
     def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
-        """The kinds functions and shapes names the module of ``step`` imports, sorted."""
+        """The kinds functions and shapes names the module of ``step`` imports, and the
+        builtins its blocks call (bound under their own names), sorted."""
         blocks: list[Any] = list((self.freezes if step == "freeze" else self.rebuilds).values())
         if step == "rebuild":
             blocks += self.consumes.values()
@@ -532,6 +485,7 @@ class Blocks:
         return {
             "functions": sorted(calls & (defined - SHAPES_NAMES)),
             "shapes": sorted(calls & SHAPES_NAMES),
+            "builtins": sorted(calls & _BUILTINS - defined | _TEMPLATE_BUILTINS[step]),
         }
 
 
@@ -548,24 +502,22 @@ def taken_names(tables: Tables) -> frozenset[str]:
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     """Decide every keyed row's block of both steps, and write_plan's shortcuts and checks."""
     words = Words(taken_names(tables))
-    maker = BlockMaker(kinds, form, words)
+    maker = BlockMaker(kinds, form)
     freezes: dict[tuple[str, str], FreezeBlock] = {}
-    rebuilds: dict[tuple[str, str], RebuildBlock] = {}
+    rebuilds: dict[tuple[str, str], ReadBlock] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
-    consumes: dict[tuple[str, str], ConsumeBlock] = {}
+    consumes: dict[tuple[str, str], ReadBlock] = {}
     optional: set[str] = set()
     gathers = _gathers(tables, form.GROUP_PARAM_PLAN)
     for table in tables:
         for row in table.keyed:
             freezes[table.name, row.name] = maker.freeze(table, row)
-            rebuilds[table.name, row.name] = maker.rebuild(table, row, gathers)
+            rebuilds[table.name, row.name] = maker.read(table, row, gathers)
             if row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED:
-                consumes[table.name, row.name] = maker.consume(
-                    table, row, rebuilds[table.name, row.name], gathers
-                )
-            parameter, copy, live, check = maker.entry_shortcut(row, table.crossing_of(row))
-            if parameter:
+                consumes[table.name, row.name] = maker.read(table, row, gathers, consumes=True)
+            if found := maker.entry_shortcut(row, table.crossing_of(row)):
+                parameter, copy, live, check = found
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
                     raise GeneratorError(
                         f"{table.label(row)}: write_plan's shortcut {live} and another's "
@@ -574,7 +526,7 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
                 checks[check] = (*checks.get(check, ()), row.key)
             top_level = row.group in table.top_level_groups and not row.within
             top_level = top_level and table.roles[row.group] != DERIVED
-            if top_level and table.crossing_of(row).written != "always":
+            if top_level and table.crossing_of(row).written is not kinds.written.ALWAYS:
                 optional.add(row.leaf)
     return Blocks(
         freezes, rebuilds, consumes, bool(gathers), shortcuts, checks, frozenset(optional), words

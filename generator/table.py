@@ -457,38 +457,76 @@ def _doc_problems(doc: str) -> list[str]:
     return problems
 
 
-def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
-    problems = []
-    groups = form.groups[table.config.name]
-    role = form.roles.get(row.group) if row.group in groups else None
+def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
+    """What is wrong with the row's name: not an identifier, Python's own, a name the class's
+    module binds, or no field of the class (a derived row: a field of it)."""
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
-        problems.append("name is not a Python identifier.\n  Use the dataclass field's name.")
-    elif row.name.startswith("__"):
-        problems.append(
+        return ["name is not a Python identifier.\n  Use the dataclass field's name."]
+    if row.name.startswith("__"):
+        return [
             "name begins with two underscores, which Python keeps for itself (__init__, "
             "__dict__) and mangles in a class body.\n  Rename the field (and its row)."
-        )
-    elif role != DERIVED and row.name in table.bound:
-        problems.append(
+        ]
+    if role != DERIVED and row.name in table.bound:
+        return [
             f"name {row.name!r} shadows a name the class's module binds itself ({table.bound[row.name]}): "
             "a field of that name hides it in the class body.\n  Rename the field (and its row)."
-        )
-    elif role == DERIVED:
+        ]
+    if role == DERIVED:
         if row.name in table.fields:
-            problems.append(
+            return [
                 f"a {row.group} row is computed by freeze and names no field, but the class has "
                 f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
-            )
+            ]
     elif row.name not in table.fields:
-        problems.append(
+        return [
             f"the {table.config.name} class has no field {row.name!r}.\n"
             "  Add the field to the dataclass, or remove the row."
-        )
+        ]
     elif row.name in table.config.filled_elsewhere:
-        problems.append(
+        return [
             f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
             "  Remove the row, or the field from filled_elsewhere."
+        ]
+    return []
+
+
+def _keyless_problems(row: Any, role: str) -> list[str]:
+    """An exempt or others row: no key nor kinds; the others row documented."""
+    problems = []
+    if any((row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)):
+        what = (
+            "an exempt row never crosses the artifact"
+            if role == EXEMPT
+            else f"the {row.group} row carries the keys no row owns, as they are"
         )
+        problems.append(
+            f'{what}, so key, freeze, rebuild, written and absent must be "", aliases '
+            "empty and post_init False.\n  Clear them, or move the row to a group that crosses the artifact "
+            "under a key."
+        )
+    if role == OTHERS and not row.doc.strip():
+        problems.append('the row needs a one-line doc for the field reference.\n  Set doc="...".')
+    return problems + _doc_problems(row.doc)
+
+
+def _post_init_problems(row: Any, table: LoadedTable, role: str) -> list[str]:
+    """A crossing row whose post_init disagrees with its field's init."""
+    init = table.fields.get(row.name) if role != DERIVED else None
+    if init is None or row.post_init != init:
+        return []
+    fix = (
+        "Set post_init=True (the rebuild sets it after construction), or make the field init=True."
+        if not init
+        else "Set post_init=False, or declare the field with field(init=False)."
+    )
+    return [f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"]
+
+
+def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
+    groups = form.groups[table.config.name]
+    role = form.roles.get(row.group) if row.group in groups else None
+    problems = _name_problems(row, table, role)
     if role is None:
         problems.append(
             f"unknown group {row.group!r}.\n  Known groups: {', '.join(groups)}."
@@ -496,24 +534,7 @@ def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
         )
         return problems
     if role in (EXEMPT, OTHERS):
-        if any(
-            (row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)
-        ):
-            what = (
-                "an exempt row never crosses the artifact"
-                if role == EXEMPT
-                else f"the {row.group} row carries the keys no row owns, as they are"
-            )
-            problems.append(
-                f'{what}, so key, freeze, rebuild, written and absent must be "", aliases '
-                "empty and post_init False.\n  Clear them, or move the row to a group that crosses the artifact "
-                "under a key."
-            )
-        if role == OTHERS and not row.doc.strip():
-            problems.append(
-                'the row needs a one-line doc for the field reference.\n  Set doc="...".'
-            )
-        return problems + _doc_problems(row.doc)
+        return problems + _keyless_problems(row, role)
     if not row.doc.strip():
         problems.append(
             "a row that crosses the artifact needs a one-line doc: the schema and the field "
@@ -527,75 +548,76 @@ def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
             f"key {row.key!r} is reserved by the artifact format in {row.group}: "
             f"{form.reserved[row.group][row.key]}.\n  Choose another key."
         )
-    problems += _key_shape_problems(row, table, form)
-    init = table.fields.get(row.name) if role != DERIVED else None
-    if init is not None and row.post_init == init:
-        fix = (
-            "Set post_init=True (the rebuild sets it after construction), or make the field init=True."
-            if not init
-            else "Set post_init=False, or declare the field with field(init=False)."
-        )
-        problems.append(
-            f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"
-        )
-    return problems
+    return problems + _key_shape_problems(row, table, form) + _post_init_problems(row, table, role)
+
+
+def _claim(key: str, holder: str, group: str, owner: dict[str, str], form: Format) -> list[str]:
+    """``holder`` takes ``key`` in ``owner`` (key -> what holds it, for the message), unless
+    the format reserves it or another holds it."""
+    if key in form.reserved.get(group, {}):
+        return [
+            f"{holder}: key {key!r} is reserved by the artifact format in {group}: "
+            f"{form.reserved[group][key]}.\n  Choose another key."
+        ]
+    if key in owner:
+        return [
+            f"{holder}: key {key!r} is already {owner[key]}.\n"
+            "  A key names one field: choose another, or drop the alias or retirement."
+        ]
+    owner[key] = holder.replace("table row", "used by row")
+    return []
 
 
 def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
     """Every key an artifact may hold (current keys, aliases, retired keys) names one thing."""
     problems: list[str] = []
-    owner: dict[str, str] = {}  # key -> what holds it, for the message
-    rows = table.rows
-
-    def claim(key: str, holder: str, group: str) -> None:
-        if key in form.reserved.get(group, {}):
-            problems.append(
-                f"{holder}: key {key!r} is reserved by the artifact format in {group}: "
-                f"{form.reserved[group][key]}.\n  Choose another key."
-            )
-        elif key in owner:
-            problems.append(
-                f"{holder}: key {key!r} is already {owner[key]}.\n"
-                "  A key names one field: choose another, or drop the alias or retirement."
-            )
-        else:
-            owner[key] = holder.replace("table row", "used by row")
-
-    for number, row in enumerate(rows, start=1):
+    owner: dict[str, str] = {}
+    for number, row in enumerate(table.rows, start=1):
         if row.key:
             owner.setdefault(row.key, f"used by row {number} ({row.name})")
-    for number, row in enumerate(rows, start=1):
+    for number, row in enumerate(table.rows, start=1):
         for alias in row.aliases:
             if not alias:
                 problems.append(f"table row {number} ({row.name}): an alias is empty.")
-                continue
-            claim(alias, f"table row {number} ({row.name}) alias", row.group)
-    groups = [g for g in form.groups[table.config.name] if g in form.retirable]
-    # Freeze carries an object no row nests a key in whole (the others row): a key retired
-    # inside it would never be dropped.
-    containers = {row.within for row in rows if row.key and row.group in form.top_level}
+            else:
+                problems += _claim(
+                    alias, f"table row {number} ({row.name}) alias", row.group, owner, form
+                )
     for index, gone in enumerate(table.retired):
         holder = f"{retired_name}[{index}] ({gone.key})"
-        if gone.group in form.top_level and gone.within not in containers | {""}:
-            problems.append(
-                f"{holder}: no row's key nests in {gone.within!r}, so freeze carries that "
-                f"object whole and the retirement would drop nothing.\n  Retire "
-                f"{gone.within!r} itself, or a key a row nests in it."
-            )
-        elif gone.group in form.top_level and gone.key in containers:
-            problems.append(
-                f"{holder}: rows nest their keys in {gone.key!r}, which freeze still writes."
-                "\n  Retire the nested keys that are gone, not the object."
-            )
-        if gone.group not in groups:
-            problems.append(
-                f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "
-                f"was written, not {gone.group!r}."
-            )
-        if not gone.key or not gone.reason.strip():
-            problems.append(f"{holder}: a retired key needs its key and a reason.")
-            continue
-        claim(gone.key, holder, gone.group)
+        problems += _retired_problems(gone, holder, table, form)
+        if gone.key and gone.reason.strip():
+            problems += _claim(gone.key, holder, gone.group, owner, form)
+    return problems
+
+
+def _retired_problems(gone: Any, holder: str, table: LoadedTable, form: Format) -> list[str]:
+    """A retired key in an object freeze carries whole, or retiring an object rows nest
+    keys in; one of a group that is not retirable, or without its key or reason."""
+    problems = []
+    # Freeze carries an object no row nests a key in whole (the others row): a key retired
+    # inside it would never be dropped.
+    rows = table.rows
+    containers = {row.within for row in rows if row.key and row.group in form.top_level}
+    if gone.group in form.top_level and gone.within not in containers | {""}:
+        problems.append(
+            f"{holder}: no row's key nests in {gone.within!r}, so freeze carries that "
+            f"object whole and the retirement would drop nothing.\n  Retire "
+            f"{gone.within!r} itself, or a key a row nests in it."
+        )
+    elif gone.group in form.top_level and gone.key in containers:
+        problems.append(
+            f"{holder}: rows nest their keys in {gone.key!r}, which freeze still writes."
+            "\n  Retire the nested keys that are gone, not the object."
+        )
+    groups = [g for g in form.groups[table.config.name] if g in form.retirable]
+    if gone.group not in groups:
+        problems.append(
+            f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "
+            f"was written, not {gone.group!r}."
+        )
+    if not gone.key or not gone.reason.strip():
+        problems.append(f"{holder}: a retired key needs its key and a reason.")
     return problems
 
 
@@ -624,36 +646,30 @@ def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
         ) from None
 
 
-def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
-    """Check every row against the class, the format and the kinds; one error, every problem."""
-    name = loaded.config.name
-    label = _row_label(name)
-    retired_name = loaded.config.retired.partition(":")[2]
-    for number, raw in enumerate(loaded.rows, start=1):
-        _check_row_types(f"{label} {number}", raw)
-    _check_retired_types(loaded, retired_name)
+def _crossing(
+    row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
+) -> tuple[Crossing | None, list[str]]:
+    """A crossing or derived row's crossing, resolved by the kinds against its field and
+    annotation, and what the kinds' laws find wrong with it."""
+    if role not in (CROSSES, DERIVED):
+        return None, []
+    field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
+    try:
+        crossing = kinds.resolve(row, field, hints.get(row.name, Any))
+    except kinds.error as exc:
+        return None, [str(exc)]
+    if field is not None and (crossing.broken_law or crossing.broken_type):
+        return crossing, [kinds.law_problem(row, field, crossing)]
+    return crossing, []
+
+
+def _repeat_problems(rows: tuple[Any, ...], label: str) -> list[str]:
+    """A name or key that an earlier row already has."""
     problems: list[str] = []
     first_by_name: dict[str, int] = {}
     first_by_key: dict[str, tuple[int, str]] = {}
-    others = 0
-    crossings: dict[str, Crossing] = {}
-    hints = _field_types(loaded, kinds)
-    for number, row in enumerate(loaded.rows, start=1):
+    for number, row in enumerate(rows, start=1):
         where = f"{label} {number} ({row.name})"
-        found = _row_problems(row, loaded, form)
-        role = form.roles.get(row.group) if row.group in form.groups[name] else None
-        if role in (CROSSES, DERIVED):
-            field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
-            try:
-                hint = hints.get(row.name, Any)
-                crossings[row.name] = crossing = kinds.resolve(row, field, hint)
-            except kinds.error as exc:
-                found.append(str(exc))
-            else:
-                if field is not None and (crossing.broken_law or crossing.broken_type):
-                    found.append(kinds.law_problem(row, field, crossing))
-        problems += [f"{where}: {p}" for p in found]
-        others += form.roles.get(row.group) == OTHERS
         if row.name in first_by_name:
             problems.append(
                 f"{where}: name {row.name!r} already has row {first_by_name[row.name]}.\n"
@@ -668,12 +684,22 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
             )
         elif row.key:
             first_by_key[row.key] = (number, row.name)
+    return problems
+
+
+def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
+    """One others row at most; every field of the class has a row (or is filled elsewhere),
+    and filled_elsewhere names fields of it."""
+    problems = []
+    others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
         problems.append(
-            f"table {name!r}: {others} rows carry the keys no row owns; one field carries them."
+            f"table {loaded.config.name!r}: {others} rows carry the keys no row owns; one field "
+            "carries them."
         )
+    named = {row.name for row in loaded.rows}
     for field_name in loaded.fields:
-        if field_name not in first_by_name and field_name not in loaded.config.filled_elsewhere:
+        if field_name not in named and field_name not in loaded.config.filled_elsewhere:
             problems.append(
                 f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
                 f"  Add a SpecField row for it to {loaded.source_file} "
@@ -685,6 +711,29 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
                 f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, which "
                 f"{loaded.config.cls} has no field of.\n  Fix filled_elsewhere."
             )
+    return problems
+
+
+def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
+    """Check every row against the class, the format and the kinds; one error, every problem."""
+    name = loaded.config.name
+    label = _row_label(name)
+    retired_name = loaded.config.retired.partition(":")[2]
+    for number, raw in enumerate(loaded.rows, start=1):
+        _check_row_types(f"{label} {number}", raw)
+    _check_retired_types(loaded, retired_name)
+    problems: list[str] = []
+    crossings: dict[str, Crossing] = {}
+    hints = _field_types(loaded, kinds)
+    for number, row in enumerate(loaded.rows, start=1):
+        role = form.roles.get(row.group) if row.group in form.groups[name] else None
+        crossing, wrong = _crossing(row, loaded, kinds, role, hints)
+        if crossing is not None:
+            crossings[row.name] = crossing
+        found = _row_problems(row, loaded, form) + wrong
+        problems += [f"{label} {number} ({row.name}): {p}" for p in found]
+    problems += _repeat_problems(loaded.rows, label)
+    problems += _coverage_problems(loaded, form)
     problems += _container_problems(loaded, form, label)
     problems += _key_problems(loaded, form, retired_name)
     if problems:

@@ -365,7 +365,9 @@ def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str,
     whose row names ``freeze`` and ``rebuild`` (none where the row fits)."""
     import dataclasses as dc
 
-    from shardplan.table.kinds import field_types, law_problem, resolve
+    from generator.kinds import law_problem
+    from shardplan.table import kinds
+    from shardplan.table.kinds import field_types, resolve
     from shardplan.table.rows import SpecField
 
     probe = dc.make_dataclass("Probe", [("x", eval(annotation), dc.field(default=None))])
@@ -374,7 +376,7 @@ def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str,
     crossing = resolve(row, field, hint)
     if not (crossing.broken_law or crossing.broken_type):
         return []
-    return re.findall(r"'(\w+)' with '(\w+)'", law_problem(row, field, crossing))
+    return re.findall(r"'(\w+)' with '(\w+)'", law_problem(kinds, row, field, crossing))
 
 
 def typed_fields() -> list[NewField]:

@@ -217,9 +217,11 @@ def _assert_generated_agrees_with_reference(outcome: dict[str, Any]) -> None:
 
 GRAD_SCALE_FREEZE_BLOCK = [
     "        # grad_scale: typed_float, written when not None",
-    "        value = spec.grad_scale",
-    "        if value is not None:",
-    '            entry["grad_scale"] = freeze_typed_float(value, module_path(fqn) + ".grad_scale")',
+    "        __value = __spec.grad_scale",
+    "        if __value is not None:",
+    '            __entry["grad_scale"] = __freeze_typed_float(',
+    '                __value, __module_path(__fqn) + ".grad_scale"',
+    "            )",
 ]
 
 
@@ -230,8 +232,9 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     added, removed = changes["freeze.py"]
     assert not removed
     # The block, and the import of the kind function it calls (unless a row called it).
-    assert added - Counter(["    freeze_typed_float,"]) == Counter(GRAD_SCALE_FREEZE_BLOCK)
-    skip_line = '                value, module_path(fqn) + ".skip_source_lowering"\n            )'
+    import_line = "from shardplan.convert.kinds import freeze_typed_float as __freeze_typed_float"
+    assert added - Counter([import_line]) == Counter(GRAD_SCALE_FREEZE_BLOCK)
+    skip_line = '                __value, __module_path(__fqn) + ".skip_source_lowering"\n            )'
     assert (
         "\n".join([skip_line, *GRAD_SCALE_FREEZE_BLOCK]) in _generated_texts(repo_copy)["freeze.py"]
     )
@@ -243,9 +246,9 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     # Declared after skip_source_lowering, so among the fields the spec is given by position.
     assert "            grad_scale," in added and '        "grad_scale",' in added
     # The common value by its exact type, the rest through the kind's function.
-    assert "        if type(value) in (float, int):" in added
-    assert "            grad_scale: float | None = value" in added
-    assert any(line.startswith("            grad_scale = rebuild_typed_float(") for line in added)
+    assert "        if __type(__value) in (__float, __int):" in added
+    assert "            grad_scale: float | None = __value" in added
+    assert any(line.startswith("            grad_scale = __rebuild_typed_float(") for line in added)
 
 
 def test_new_param_plan_field_round_trips_through_the_artifact_in_table_order(
@@ -289,12 +292,12 @@ def test_new_injection_field_fails_check_until_codegen_adds_one_block_after_its_
     added, removed = changes["freeze.py"]
     block = [
         "        # post_hook: injected, written when not None",
-        "        value = spec.post_hook",
-        "        if value is not None:",
-        '            rule["post_hook"] = (',
-        "                value",
-        "                if type(value) is str",
-        '                else freeze_injected(value, module_path(fqn) + ".post_hook")',
+        "        __value = __spec.post_hook",
+        "        if __value is not None:",
+        '            __rule["post_hook"] = (',
+        "                __value",
+        "                if __type(__value) is __str",
+        '                else __freeze_injected(__value, __module_path(__fqn) + ".post_hook")',
         "            )",
     ]
     assert not removed

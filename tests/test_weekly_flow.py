@@ -122,7 +122,7 @@ def test_additions_of_every_kind_group_and_position_leave_the_whole_suite_green(
         )
     kind_row = added[-1]
     assert re.search(
-        rf"freeze_int_nonzero\w*\(value, module_path\(fqn\) \+ \".{kind_row}\"\)",
+        rf"__freeze_int_nonzero\w*\(\s*__value, __module_path\(__fqn\) \+ \".{kind_row}\"\s*\)",
         (root / "generated" / "freeze.py").read_text(),
     ), kind_row
 

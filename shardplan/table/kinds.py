@@ -7,14 +7,15 @@ guard may pay for torch. A record's functions live in ``FUNCTIONS``, named by th
 ``freeze_<record>(value, path)`` (live -> JSON) and ``rebuild_<record>(value, path)``
 (JSON -> live; ``(value, path, targets)`` for a record that builds Targets); a derived key's record (freeze computes it) has ``check_<record>`` instead,
 which strict rebuild runs. The generator, the reference and the table lock all read the
-crossings ``resolve`` gives; nothing asks a kind name again. ``problems`` and
-``law_problem`` say, for the generator, what the records, names and rows fail to hold.
+crossings ``resolve`` gives; nothing asks a kind name again. What the records, names and
+rows fail to hold, the generator says (generator/kinds.py: kind_problems, law_problem).
 """
 
 from __future__ import annotations
 
 import ast
 import collections.abc
+import copy
 import dataclasses
 import difflib
 import functools
@@ -363,7 +364,7 @@ class Crossing:
     freeze: str
     rebuild: str
     written: Written
-    absent: str  # the Python literal an absent (or, lenient, null) key gives
+    absent: str  # the Python literal an absent (or, lenient, null) key gives, as printed
     annotation: str
     freeze_record: Record
     rebuild_record: Record
@@ -377,6 +378,8 @@ class Crossing:
     hint: Any = Any
     admits_none: bool = True
     broken_type: str = ""
+    # ``absent``'s value, parsed once by resolve: every check compares it, never the text.
+    absent_parsed: Any = None
 
     def function(self, step: str) -> str:
         """The name of the function ``step`` calls: ``freeze_<record>``, ``rebuild_<record>``,
@@ -394,7 +397,7 @@ class Crossing:
         """Freeze writes null for None: the key is written always and None is its absence,
         or written when not the default and None is not the default."""
         if self.written is Written.ALWAYS:
-            return self.absent == "None"
+            return self.absent_parsed is None
         return self.null_is_none
 
     @property
@@ -402,13 +405,14 @@ class Crossing:
         """A null reads back as None and an absent key as the default, which is not None
         (written when not the default), where the field admits None: rebuild tells the two
         apart. (Where it does not, None is no value to write: freeze refuses it by type.)"""
-        return self.written is Written.NOT_DEFAULT and self.absent != "None" and self.admits_none
+        not_none = self.absent_parsed is not None
+        return self.written is Written.NOT_DEFAULT and not_none and self.admits_none
 
     @property
     def refuses_none(self) -> bool:
         """Freeze refuses None: it is not written, and the absent key rebuilds to something
         else (``is_boundary: None`` would come back ``True``)."""
-        return self.written is Written.NOT_NONE and self.absent != "None"
+        return self.written is Written.NOT_NONE and self.absent_parsed is not None
 
     @property
     def written_at_absent(self) -> bool:
@@ -428,19 +432,14 @@ class Crossing:
     def is_absent_value(self, value: Any) -> bool:
         """Whether ``value`` is the absent value exactly: equal to it, and of its type
         (``True`` is no default ``1``)."""
-        absent = self._absent_parsed
+        absent = self.absent_parsed
         return type(value) is type(absent) and value == absent
-
-    @functools.cached_property
-    def _absent_parsed(self) -> Any:
-        # Parsed once (a draw asks per value); only compared, never handed out.
-        return ast.literal_eval(self.absent)
 
     def absent_value(self) -> Any:
         """The absent value itself: a fresh object each call (a scalar is shared: it cannot
         change)."""
-        value = self._absent_parsed
-        return value if type(value) in _SCALARS else ast.literal_eval(self.absent)
+        value = self.absent_parsed
+        return value if type(value) in _SCALARS else copy.deepcopy(value)
 
 
 _SCALARS = (type(None), bool, int, float, str)
@@ -537,7 +536,7 @@ def shown_type(hint: Any) -> str:
     )
 
 
-def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field: Any) -> str:
+def _broken_type(hint: Any, rebuild: str, absent: Any, null_is_none: bool, field: Any) -> str:
     """How a crossing breaks the third law (docs/contract.md §6), said as what the rebuild
     gives that the annotation ``hint`` does not admit; "" where it holds. The rebuild gives
     its record's type, the absent value and (null read as None) None; each must be an
@@ -547,10 +546,10 @@ def _broken_type(hint: Any, rebuild: str, absent: str, null_is_none: bool, field
     if hint is Any:
         return ""
     gives = record_type(rebuild)
-    absent_type = type(ast.literal_eval(absent))
+    absent_type = type(absent)
     default_types: list[Any] = []
     if field is not None and _states_default(field):
-        default = field.default_factory() if callable(field.default_factory) else field.default
+        default = _default_value(field)
         default_types.append(type(default))
     given = (gives, absent_type, *([type(None)] if null_is_none else []))
     wrong = [shown_type(m) for t in given for m in _members(t) if not admits(hint, m)]
@@ -586,11 +585,16 @@ def _states_default(field: dataclasses.Field[Any]) -> bool:
 
 
 def _broken_law(
-    written: Written, absent: str, field: dataclasses.Field[Any] | None, rebuild: str = ""
+    written: Written,
+    absent: str,
+    parsed: Any,
+    field: dataclasses.Field[Any] | None,
+    rebuild: str = "",
 ) -> str:
     """How a presence breaks the defaults laws (docs/contract.md §6) for the dataclass
     ``field`` (None: the row names none), said as what comes back instead; "" when both
-    hold. (a) An absent key rebuilds the field's default. (b) A value freeze leaves
+    hold (``absent``: the literal, ``parsed``: its value). (a) An absent key rebuilds the
+    field's default. (b) A value freeze leaves
     unwritten rebuilds as itself: None where written when not None (where None is no
     default, freeze refuses it instead), the default where written when not the default,
     and a falsy value, as the one falsy default, where written when truthy."""
@@ -600,14 +604,14 @@ def _broken_law(
         return "the default has no Python literal, so no absent key can rebuild it"
     if default is not None and absent != default:
         return f"an artifact without the key rebuilds {absent} instead"
-    if written is Written.TRUTHY and ast.literal_eval(absent):
+    if written is Written.TRUTHY and parsed:
         return (
             "a falsy value is never written (written when truthy), so 0, False or an "
             f"empty value would rebuild as {absent} instead"
         )
-    value = ast.literal_eval(default) if default is not None else None
+    value = _default_value(field) if default is not None and field is not None else None
     # (c) A default freeze writes comes back as itself, of its own type.
-    if default is not None and value is not None and rebuild and _writes(written, absent, value):
+    if default is not None and value is not None and rebuild and _writes(written, parsed, value):
         gives = record_type(rebuild)
         if not admits(gives, type(value)):
             return (
@@ -617,13 +621,13 @@ def _broken_law(
     return ""
 
 
-def _writes(written: Written, absent: str, value: Any) -> bool:
-    """Whether freeze writes ``value`` under a row of this presence (Crossing.writes)."""
+def _writes(written: Written, absent: Any, value: Any) -> bool:
+    """Whether freeze writes ``value`` under a row of this presence and absent value
+    (Crossing.writes)."""
     if written is Written.ALWAYS:
         return True
     if written is Written.NOT_DEFAULT:
-        parsed = ast.literal_eval(absent)
-        return not (type(value) is type(parsed) and value == parsed)
+        return not (type(value) is type(absent) and value == absent)
     return bool(value) if written is Written.TRUTHY else value is not None
 
 
@@ -640,92 +644,26 @@ def default_literal(field: dataclasses.Field[Any]) -> str | None:
     return _FACTORY_LITERALS.get(field.default_factory)
 
 
-def literal_problem(text: str) -> str | None:
-    """Why ``text`` is not a Python literal written as Python writes it, or None."""
+def _default_value(field: dataclasses.Field[Any]) -> Any:
+    """The dataclass field's default (a factory's, made once)."""
+    return field.default_factory() if callable(field.default_factory) else field.default
+
+
+def parse_literal(text: str) -> tuple[Any, str | None]:
+    """``(value, None)`` for a Python literal written as Python writes it (what a row or a
+    kind name states as text, parsed once here); else ``(None, why)``."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return f"{text!r} is not a Python literal"
-    return None if repr(value) == text else f"{text!r} is not written as Python writes it"
+        return None, f"{text!r} is not a Python literal"
+    if repr(value) != text:
+        return None, f"{text!r} is not written as Python writes it"
+    return value, None
 
 
-def problems(functions: dict[str, set[str]], defined: set[str]) -> list[str]:
-    """What the records and kind names say that the kinds' functions (``functions``: each
-    prefix's record names, of freeze_, rebuild_ and check_; ``defined``: every name that
-    module binds) do not hold, one line each; the generator refuses them all."""
-    found = []
-    for name, meaning in KINDS.items():
-        found += _record_problems(f"KINDS[{name!r}]", name, meaning, functions, defined)
-    readable = (functions["rebuild"] | functions["check"]) & set(KINDS)
-    for name, kind in KIND_NAMES.items():
-        at = f"KIND_NAMES[{name!r}]"
-        if kind.freeze is None and kind.rebuild is None:
-            found.append(
-                f"{at} serves no step: give it freeze=Writes(...) and/or rebuild=Reads(...)"
-            )
-        if kind.freeze and kind.freeze.record not in functions["freeze"] & set(KINDS):
-            used = kind.freeze.record
-            found.append(f"{at}: freeze record {used!r} has no freeze_{used} in KINDS")
-        if kind.rebuild and kind.rebuild.record not in readable:
-            used = kind.rebuild.record
-            found.append(f"{at}: rebuild record {used!r} has no rebuild_{used} in KINDS")
-        if kind.rebuild and kind.rebuild.absent and (bad := literal_problem(kind.rebuild.absent)):
-            found.append(f"{at}: the absent value {bad}")
-    named = {s.record for kind in KIND_NAMES.values() for s in (kind.freeze, kind.rebuild) if s}
-    return found + [
-        f"KINDS[{record!r}] has no kind name: name it in KIND_NAMES, the words rows use"
-        for record in sorted(set(KINDS) - named)
-    ]
-
-
-def _record_problems(
-    at: str, name: str, record: Record, functions: dict[str, set[str]], defined: set[str]
-) -> list[str]:
-    found = []
-    if not any(name in prefixed for prefixed in functions.values()):
-        found.append(f"{at} has no function: write freeze_{name} and/or rebuild_{name}")
-    if record.reads_back and name not in functions["freeze"]:
-        found.append(f"{at}: reads_back is said of a freeze; there is no freeze_{name}")
-    for reader in record.reads_back:
-        if reader not in functions["rebuild"] | functions["check"]:
-            found.append(f"{at}: reads_back names {reader!r}, which has no rebuild function")
-    for step, shortcut in (
-        ("freeze", record.freeze_shortcut),
-        ("rebuild", record.rebuild_shortcut),
-    ):
-        if shortcut is not None and name not in functions[step]:
-            found.append(f"{at}: {step}_shortcut, but there is no {step}_{name}")
-    calls = [s.call for s in (record.freeze_shortcut, record.rebuild_shortcut) if s and s.call]
-    calls += [s.call for s in (record.consume, record.gather) if s]
-    calls += [record.rebuild_shortcut.lookup] if record.rebuild_shortcut else []
-    inline = record.rebuild_shortcut.inline if record.rebuild_shortcut else ""
-    if inline not in INLINE_LOOPS:
-        found.append(
-            f"{at}: rebuild_shortcut inline={inline!r} is no loop the kinds template writes "
-            f"({', '.join(map(repr, INLINE_LOOPS))})"
-        )
-    elif inline and not (record.rebuild_shortcut and record.rebuild_shortcut.lookup):
-        found.append(f"{at}: rebuild_shortcut inline={inline!r} needs the lookup= it calls")
-    calls += [record.gather.check, record.gather.unless] if record.gather else []
-    consume = record.consume
-    if consume is not None:
-        calls += [consume.lookup, consume.parse]
-        if consume.inline not in INLINE_LOOPS:
-            found.append(
-                f"{at}: consume inline={consume.inline!r} is no loop the kinds template writes "
-                f"({', '.join(map(repr, INLINE_LOOPS))})"
-            )
-        elif consume.inline and not (consume.lookup and consume.parse and consume.counted):
-            found.append(
-                f"{at}: consume inline={consume.inline!r} converts in place, counting: it "
-                "needs counted=True and the lookup= and parse= it calls"
-            )
-    if record.write_shortcut is not None:
-        if name not in functions["freeze"]:
-            found.append(f"{at}: write_shortcut, but there is no freeze_{name}")
-        calls += [record.write_shortcut.live, record.write_shortcut.check]
-    undefined = [call for call in calls if call and call not in defined]
-    return found + [f"{at}: shortcut {c!r} is no function the module defines" for c in undefined]
+def literal_problem(text: str) -> str | None:
+    """Why ``text`` is not a Python literal written as Python writes it, or None."""
+    return parse_literal(text)[1]
 
 
 def _named(row: SpecField, step: str) -> KindName:
@@ -770,10 +708,11 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
             'to is unknown.\n  Set absent="..." on the row (a Python literal), or give '
             "the field a default"
         )
-    if problem := literal_problem(absent):
+    parsed, problem = parse_literal(absent)
+    if problem:
         raise KindError(f"absent={problem}")
     admits_none = field is None or admits(hint, type(None))
-    null_is_none = written is Written.NOT_DEFAULT and absent != "None" and admits_none
+    null_is_none = written is Written.NOT_DEFAULT and parsed is not None and admits_none
     return Crossing(
         freeze=freeze.record,
         rebuild=rebuild.record,
@@ -782,70 +721,13 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
         annotation=str(field.type) if field else "",
         freeze_record=KINDS[freeze.record],
         rebuild_record=KINDS[rebuild.record],
-        broken_law=_broken_law(written, absent, field, rebuild.record),
+        broken_law=_broken_law(written, absent, parsed, field, rebuild.record),
         hint=hint,
         admits_none=admits_none,
-        broken_type=_broken_type(hint, rebuild.record, absent, null_is_none, field)
+        absent_parsed=parsed,
+        broken_type=_broken_type(hint, rebuild.record, parsed, null_is_none, field)
         if field is not None
         else "",
-    )
-
-
-def _fits(row: SpecField, field: dataclasses.Field[Any], hint: Any, same: Crossing | None) -> list[str]:
-    """The pairs of kind names that keep all three laws for the field and carry every
-    value (none refuses None at freeze), as ``'freeze' with 'rebuild'``: of the records of
-    ``same`` where it is given, else every pair whose rebuild reads back what its freeze
-    writes."""
-    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
-    fits = []
-    for rebuild, kind in KIND_NAMES.items():
-        if kind.rebuild is None or same and kind.rebuild.record != same.rebuild:
-            continue
-        for freeze, other in KIND_NAMES.items():
-            if other.freeze is None or same and other.freeze.record != same.freeze:
-                continue
-            if not same and kind.rebuild.record not in KINDS[other.freeze.record].reads_back:
-                continue
-            if not same and KINDS[kind.rebuild.record].gather:  # derived: fills no field
-                continue
-            try:
-                offered = resolve(
-                    dataclasses.replace(bare, freeze=freeze, rebuild=rebuild), field, hint
-                )
-            except KindError:
-                continue
-            if not (offered.refuses_none or offered.broken_law or offered.broken_type):
-                fits.append(f"{freeze!r} with {rebuild!r}")
-    return fits
-
-
-def law_problem(row: SpecField, field: dataclasses.Field[Any], crossing: Crossing) -> str:
-    """Why the row's kinds lose its field's default or a value freeze leaves unwritten
-    (``crossing.broken_law``), or give a value its annotation does not admit
-    (``crossing.broken_type``), and the kind names that keep all three laws (of the same
-    records first) and carry every value, as generate says it."""
-    fits = _fits(row, field, crossing.hint, crossing)
-    if not fits and crossing.hint is not Any:  # a typed field: the kinds of its type
-        fits = _fits(row, field, crossing.hint, None)
-    own = " (and without the row's own written=/absent=)" if row.written or row.absent else ""
-    fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
-    if not fits:
-        records = f" of records {crossing.freeze!r} and {crossing.rebuild!r}"
-        fix = (
-            f"No kind name{records if crossing.hint is Any else ''} keeps it: add one "
-            '(README, "Adding a kind"), or give the field a default its kinds keep.'
-        )
-    if crossing.broken_law:
-        default = field.default_factory() if callable(field.default_factory) else field.default
-        written = "always" if crossing.written is Written.ALWAYS else f"when {crossing.written}"
-        return (
-            f"the field's default {default!r} does not come back (freeze {row.freeze!r}, "
-            f"written {written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
-        )
-    return (
-        f"the field is annotated {shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
-        f"gives {shown_type(record_type(crossing.rebuild))}: {crossing.broken_type}.\n  "
-        + fix.replace("keep it", "fit")
     )
 
 

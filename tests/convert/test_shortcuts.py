@@ -108,4 +108,4 @@ def test_freeze_takes_a_type_shortcut_only_for_types_the_rebuild_kind_gives_back
     assert shortcut("int_truthy", "int_truthy") == ("", ())
     generated = (REPO / "generated" / "freeze.py").read_text()
     block = generated[generated.index("# is_boundary:") : generated.index("# region_dispatch:")]
-    assert "if type(value) is bool" in block and "admit(" in block
+    assert "if __type(__value) is __bool" in block and "__admit(" in block

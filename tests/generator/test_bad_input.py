@@ -178,7 +178,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "template rendering invalid Python": (
         edit_replace(
             "templates/rebuild.py.j2",
-            "    return {{ w.modules }}\n",
+            "    return __modules\n",
             "    return modules modules\n",
         ),
         "templates/rebuild.py.j2 rendered invalid Python at line",

@@ -41,11 +41,11 @@ OUTPUTS = CONFIG.outputs  # every file the generator writes, as declared in [too
 
 def test_check_fails_on_a_hand_edit_with_diff_and_fix(repo_copy: Path) -> None:
     path = repo_copy / "generated" / "rebuild.py"
-    path.write_text(path.read_text().replace("return modules\n", "return modules  # tweaked\n"))
+    path.write_text(path.read_text().replace("return __modules\n", "return __modules  # tweaked\n"))
     result = run_specgen_here(repo_copy, "--check")
     assert result.returncode == 1
-    assert "-    return modules  # tweaked" in result.stdout
-    assert "+    return modules" in result.stdout
+    assert "-    return __modules  # tweaked" in result.stdout
+    assert "+    return __modules" in result.stdout
     assert "generated/rebuild.py is stale" in result.stderr
     assert "Run `make codegen` and commit generated/." in result.stderr
     assert "tweaked" in path.read_text(), "--check must not write"
@@ -101,7 +101,7 @@ def test_table_edit_without_regeneration_fails_check_naming_the_files(repo_copy:
     result = run_specgen_here(repo_copy, "--check")
     assert result.returncode == 1
     assert (
-        '+            entry["output_names"] = common_frozen_strings(value) or freeze_names('
+        '+            __entry["output_names"] = __common_frozen_strings(__value) or __freeze_names('
         in result.stdout
     )
     assert (

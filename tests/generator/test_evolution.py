@@ -17,7 +17,7 @@ import pytest
 from generator.evolution import Changes, classify, lock_of
 from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
-from shardplan.table.kinds import KINDS, Crossing, Written
+from shardplan.table.kinds import KINDS, Crossing, Written, parse_literal
 from shardplan.table.rows import RetiredKey as Retired
 from shardplan.table.rows import SpecField as Row
 from shardplan.table.spec_fields import SPEC_FIELDS
@@ -315,6 +315,7 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
                 rebuild=r.rebuild,
                 written=Written(r.written or "not None"),
                 absent=r.absent or "None",
+                absent_parsed=parse_literal(r.absent or "None")[0],
                 annotation="str | None",
                 freeze_record=KINDS["scalar"],
                 rebuild_record=KINDS["scalar"],

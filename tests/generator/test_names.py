@@ -1,6 +1,8 @@
-"""Any name a dataclass field may take is a valid row name (issue 43): the generated code
-spells its own names so that no field's local, object's local or CodegenMeta field can be
-one (generator.blocks.Words), by construction, with no probe. What is refused is refused in
+"""Any name a dataclass field may take is a valid row name (issue 43): where a field's local,
+an object's local or a CodegenMeta field may live, the generated code's own names begin with
+two underscores (issue 52), a form the generator refuses for every field and key, or are
+names the class's module binds; CodegenMeta's body spells its few (generator.blocks.Words).
+By construction, with no probe. What is refused is refused in
 words: a name beginning with two underscores, and a field that would shadow a name the
 class's own module binds (``field``: dataclasses.field, which later fields call).
 
@@ -88,8 +90,7 @@ def test_fields_named_after_the_generated_codes_own_names_generate_check_and_reb
         result = run_specgen_here(root, command)
         assert result.returncode == ExitStatus.OK, result.stderr
     rebuild = (root / "generated/rebuild.py").read_text()
-    assert "\ntype_ = type\n" in rebuild
-    assert "    value_: Any\n" in rebuild and "    strict_ = strict\n" in rebuild
+    assert "\n__type = type\n" in rebuild and "    __value: Any\n" in rebuild
     values = {name: f"{name}!" for name in ISSUE_NAMES}
     assert call_in(root, lambda: _round_trips(values)) == "ok"
 
@@ -97,11 +98,14 @@ def test_fields_named_after_the_generated_codes_own_names_generate_check_and_reb
 def test_every_name_the_generated_modules_bind_is_a_valid_field_name(tmp_path: Path) -> None:
     """No list to keep: whatever the generated modules bind today, a field of that name
     (all of them at once) generates, checks and round-trips, but for the spec module's own
-    names, which are refused in words (below)."""
+    names, which are refused in words (below), and the names beginning with two underscores,
+    which no field may take."""
     generated = "".join(p.read_text() for p in sorted((REPO / "generated").glob("*.py")))
     own = _bound((REPO / SPEC_MODULE).read_text())
-    names = sorted(_bound(generated) - own - {"annotations"})
-    assert {"check_meta", "NO_RULE", "rebuild_scalar", "entry", "value"} <= set(names)
+    bound = _bound(generated)
+    assert {"__NO_RULE", "__rebuild_scalar", "__entry", "__value"} <= bound
+    names = sorted(n for n in bound - own - {"annotations"} if not n.startswith("__"))
+    assert {"check_meta", "meta", "plan", "document", "targets"} <= set(names)
     root = copy_repo(tmp_path / "repo")
     for name in names:
         add_field(

@@ -132,12 +132,12 @@ def test_generated_code_has_no_table_loop_or_computed_attribute_access(name: str
             assert node.func.id not in {"getattr", "setattr", "eval", "exec"}, ast.unparse(node)
         if isinstance(node, ast.For):  # the modules, the entries, a placement table's parts
             assert ast.unparse(node.iter) in {
-                "plan.modules.items()",
-                "meta.param_plan.items()",
-                "entries.items()",
-                "value.items()",
-                "value.values()",
-                "named.items()",
+                "__plan.modules.items()",
+                "__meta.param_plan.items()",
+                "__entries.items()",
+                "__value.items()",
+                "__value.values()",
+                "__named.items()",
             }
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             assert node.value not in kind_names, f"kind string {node.value!r} in {name}"

@@ -190,7 +190,7 @@ def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> 
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
-    assert k('freeze_int_nonzero(value, module_path(fqn) + "._ep_size")') in freeze, freeze[-800:]
+    assert k('__freeze_int_nonzero(__value, __module_path(__fqn) + "._ep_size")') in freeze, freeze[-800:]
     assert k("# _ep_size: int_nonzero, written when truthy\n") in freeze
     # The _ep_size block alone (a user's row may follow it): int_nonzero reads back as int.
     block = freeze.partition("# _ep_size")[2].split("\n        # ")[0]
