@@ -15,23 +15,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as type checkers see them ("as": they are re-exported)
-    from shardplan.api import freeze_plan as freeze_plan
-    from shardplan.api import read_plan as read_plan
-    from shardplan.api import rebuild_plan as rebuild_plan
-    from shardplan.api import write_plan as write_plan
-    from shardplan.artifact.meta import dump_meta as dump_meta
-    from shardplan.artifact.meta import load_meta as load_meta
+    from shardplan.api import (
+        freeze_plan as freeze_plan,
+        read_plan as read_plan,
+        rebuild_plan as rebuild_plan,
+        write_plan as write_plan,
+    )
+    from shardplan.artifact.meta import dump_meta as dump_meta, load_meta as load_meta
     from shardplan.convert.targets import Target as Target
-    from shardplan.errors import ApplyError as ApplyError
-    from shardplan.errors import ArtifactWriteError as ArtifactWriteError
-    from shardplan.errors import FreezeError as FreezeError
-    from shardplan.errors import MetaError as MetaError
-    from shardplan.errors import UntrustedTarget as UntrustedTarget
+    from shardplan.errors import (
+        ApplyError as ApplyError,
+        ArtifactWriteError as ArtifactWriteError,
+        FreezeError as FreezeError,
+        MetaError as MetaError,
+        UntrustedTarget as UntrustedTarget,
+    )
     from shardplan.parallelize.apply import apply_plan as apply_plan
     from shardplan.parallelize.fit import check_fit as check_fit
     from shardplan.staleness import StaleGeneratedCode as StaleGeneratedCode
-    from shardplan.table.spec import ModuleShardingSpec as ModuleShardingSpec
-    from shardplan.table.spec import ShardingPlan as ShardingPlan
+    from shardplan.table.spec import (
+        ModuleShardingSpec as ModuleShardingSpec,
+        ShardingPlan as ShardingPlan,
+    )
 
 # Each public name and the module that defines it: the one place the front door is kept.
 _HOMES = {

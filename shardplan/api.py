@@ -18,11 +18,17 @@ from typing import TYPE_CHECKING
 from shardplan.staleness import generated_modules
 
 if TYPE_CHECKING:
-    from generated.freeze import freeze_for_writing, freeze_injections, freeze_param_plan
-    from generated.freeze import freeze_plan as _freeze_plan
+    from generated.freeze import (
+        freeze_for_writing,
+        freeze_injections,
+        freeze_param_plan,
+        freeze_plan as _freeze_plan,
+    )
     from generated.meta import CodegenMeta
-    from generated.rebuild import _rebuild_live_plan_from_meta as _generated_rebuild
-    from generated.rebuild import consume_document
+    from generated.rebuild import (
+        _rebuild_live_plan_from_meta as _generated_rebuild,
+        consume_document,
+    )
 else:  # under the generated package's name here: see shardplan.staleness
     _meta, _freeze, _rebuild = generated_modules("meta", "freeze", "rebuild")
     CodegenMeta = _meta.CodegenMeta

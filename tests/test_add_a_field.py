@@ -232,7 +232,7 @@ def test_new_param_plan_field_fails_check_until_codegen_adds_one_block_after_its
     added, removed = changes["freeze.py"]
     assert not removed
     # The block, and the import of the kind function it calls (unless a row called it).
-    import_line = "from shardplan.convert.kinds import freeze_typed_float as __freeze_typed_float"
+    import_line = "    freeze_typed_float as __freeze_typed_float,"
     assert added - Counter([import_line]) == Counter(GRAD_SCALE_FREEZE_BLOCK)
     skip_line = '                __value, __module_path(__fqn) + ".skip_source_lowering"\n            )'
     assert (

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from torch.distributed.tensor import Placement
-from torch.distributed.tensor import Replicate as Replicate  # read_plan's gather tests it
+from torch.distributed.tensor import (
+    Placement,
+    Replicate as Replicate,  # read_plan's gather tests it
+)
 
 from shardplan.convert import placements, trust
 from shardplan.convert.json_values import (

@@ -15,8 +15,13 @@ from shardplan.table.format import (
     GROUP_PARAM_PLAN,
     TABLE_GROUPS,
 )
-from shardplan.table.rows import RetiredKey, SpecField, rows_digest, rows_of_group
-from shardplan.table.rows import accepted_keys as _accepted_keys
+from shardplan.table.rows import (
+    RetiredKey,
+    SpecField,
+    accepted_keys as _accepted_keys,
+    rows_digest,
+    rows_of_group,
+)
 
 GROUPS = TABLE_GROUPS["spec"]
 

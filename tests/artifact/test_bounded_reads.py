@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from shardplan.artifact import jsoncodec
-from shardplan.artifact import meta as meta_module
+from shardplan.artifact import jsoncodec, meta as meta_module
 from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_to_bytes
 from shardplan.errors import MetaError
 

@@ -20,8 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from shardplan.artifact import jsoncodec, meta
 from shardplan.artifact.meta import (

@@ -17,8 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from shardplan.artifact import jsoncodec
 from shardplan.artifact.meta import (

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from torch.distributed.tensor import Shard
 
 from generator.blocks import _freeze_shortcut

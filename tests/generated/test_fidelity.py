@@ -12,8 +12,7 @@ from enum import Enum
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import shardplan
 from shardplan import api, reference

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from torch.distributed.tensor import Replicate, Shard
 
 from shardplan.artifact.meta import (

@@ -18,8 +18,7 @@ from generator.evolution import Changes, classify, lock_of
 from generator.table import Table, Tables
 from shardplan.table.format import GROUP_ROLES, TABLE_GROUPS
 from shardplan.table.kinds import KINDS, Crossing, Written, parse_literal
-from shardplan.table.rows import RetiredKey as Retired
-from shardplan.table.rows import SpecField as Row
+from shardplan.table.rows import RetiredKey as Retired, SpecField as Row
 from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.helpers import (
     remove_region_dispatch,
