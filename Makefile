@@ -29,7 +29,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not copies_the_suite"
 
 # The weekly flow alone: README's additions and the class of ordinary ones in a copy of
-# the repository, `make codegen` there, then the suite, make check and make mypy there (about two and a half minutes).
+# the repository, `make codegen` there, then the suite, `make check` and `make mypy` there
+# (about two and a half minutes).
 flow: $(STAMP)
 	$(BIN)/python -m pytest -m copies_the_suite -p no:cacheprovider tests/test_weekly_flow.py
 
