@@ -15,19 +15,13 @@ import shardplan
 from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from_json, meta_to_json
 from shardplan.errors import ArtifactWriteError, FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from tests.cases import nested_lists
 
 
 def cyclic() -> dict[str, Any]:
     table: dict[str, Any] = {"experts": [1]}
     table["experts"].append(table)
     return table
-
-
-def nested(depth: int) -> Any:
-    value: Any = 0
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 # ------------------------------------------------------------------ freeze
@@ -38,7 +32,7 @@ def nested(depth: int) -> Any:
     [
         # Named where the cycle closes: the list is met again inside itself.
         (cyclic(), '._ep_stack["experts"][1]["experts"]', "contains itself"),
-        ({"deep": nested(5_000)}, "._ep_stack", "deeper than 64 levels"),
+        ({"deep": nested_lists(5_000)}, "._ep_stack", "deeper than 64 levels"),
         ({1: "a"}, "._ep_stack", "key 1 (int) must be a str"),
         ({"k": {2.5: "a"}}, '._ep_stack["k"]', "key 2.5 (float) must be a str"),
         ({"k": 10**5000}, '._ep_stack["k"]', "digits"),

@@ -8,7 +8,6 @@ aside (None), and the callers in meta.py run the standard library path unchanged
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime
 import decimal
 import enum
@@ -35,12 +34,8 @@ from shardplan.artifact.meta import (
 )
 from shardplan.convert.json_values import members_within
 from shardplan.errors import MetaError
+from tests.cases import PLAIN, Name, Point, cycle, nested_lists, stdlib_bytes, stdlib_only
 from tests.helpers import CORPUS_FILES
-
-
-def stdlib_bytes(document: Any) -> bytes:
-    """The artifact's form, as the standard library writes it (raises where it refuses)."""
-    return (json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def stdlib_bytes_or_none(document: Any) -> bytes | None:
@@ -48,31 +43,6 @@ def stdlib_bytes_or_none(document: Any) -> bytes | None:
         return stdlib_bytes(document)
     except (TypeError, ValueError, RecursionError):
         return None
-
-
-def nested(levels: int) -> Any:
-    """``levels`` lists, one inside the other."""
-    value: Any = 0
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-def stdlib_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the standard library path of meta.py fail (the pure-Python indenting writer,
-    the hooked reader), so only the fast path can succeed."""
-    dumps = json.dumps
-
-    def refuse_indent(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("indent") is not None:
-            raise AssertionError("the standard library's indenting writer ran")
-        return dumps(*args, **kwargs)  # the C encoder: the fast path's tokens
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("the standard library reader ran")
-
-    monkeypatch.setattr(json, "dumps", refuse_indent)  # the module meta.py calls
-    monkeypatch.setattr(json, "loads", refuse)
 
 
 # ------------------------------------------------------------------ random documents
@@ -246,8 +216,10 @@ def test_the_counted_tier_reads_big_ints_exactly_and_any_float_spelling() -> Non
 
 def test_the_counted_tier_bounds_nesting_in_a_compact_file() -> None:
     """No indentation to scan: the count's own walk refuses what the writer would not write."""
-    allowed = json.dumps({"x": nested(MAX_DOCUMENT_DEPTH - 1)}, separators=(",", ":")).encode()
-    too_deep = json.dumps({"x": nested(MAX_DOCUMENT_DEPTH)}, separators=(",", ":")).encode()
+    allowed = json.dumps(
+        {"x": nested_lists(MAX_DOCUMENT_DEPTH - 1)}, separators=(",", ":")
+    ).encode()
+    too_deep = json.dumps({"x": nested_lists(MAX_DOCUMENT_DEPTH)}, separators=(",", ":")).encode()
     assert counted(allowed) == json.loads(allowed) == strictly(allowed)
     assert jsoncodec.decode_counted(too_deep) is not None
     assert counted(too_deep) is None
@@ -262,14 +234,6 @@ def test_a_colon_in_a_string_sends_the_file_to_the_second_tier() -> None:
 
 
 # ------------------------------------------------------------------ the fast path is taken
-
-PLAIN = {
-    "param_plan": {"model.layers.0.mlp": {"params": {"up.weight": {"tp": "S(0)"}}}},
-    "injections": [{"match": "model.layers.0.mlp", "ep_size": 2}],
-    "parallel_dims": {"loss_parallel": True, "tp": 8, "none": None, "ratio": 0.5},
-    "mesh_dim_names": ["dp", "tp"],
-    "empty": [{}, []],
-}
 
 
 def test_encode_takes_the_fast_path_for_a_plain_artifact() -> None:
@@ -302,7 +266,7 @@ FAST = [
     pytest.param({"x": Axis.TP, "y": Size.TWO}, id="enum_values"),
     pytest.param({Axis.TP: 1, "a": 2}, id="str_enum_key"),  # hashes and sorts as its str
     pytest.param({"x": collections.OrderedDict([("b", 1), ("a", 2)])}, id="dict_subclass"),
-    pytest.param({"x": nested(498)}, id="depth_499"),  # plus the document: 499 levels
+    pytest.param({"x": nested_lists(498)}, id="depth_499"),  # plus the document: 499 levels
     # Written by the standard library's C encoder, which gives the exact tokens where
     # msgspec's own would differ (escapes, float texts) or read back otherwise (tuples).
     pytest.param({"x": "é"}, id="non_ascii"),
@@ -333,23 +297,8 @@ def test_dump_meta_of_a_plain_artifact_never_runs_the_stdlib_writer(
 # ------------------------------------------------------------------ the fallback is taken
 
 
-@dataclasses.dataclass
-class Point:
-    x: int
-
-
 class Color(enum.Enum):
     RED = 1
-
-
-class Name(str):
-    pass
-
-
-def cycle() -> list[Any]:
-    items: list[Any] = [1]
-    items.append(items)
-    return items
 
 
 # Each value the standard library refuses, or that msgspec refuses where the standard
@@ -372,8 +321,8 @@ FALLBACK = [
     pytest.param(object(), id="object"),
     pytest.param(10**5000, id="int_beyond_the_digit_limit"),
     pytest.param(cycle(), id="cycle"),
-    pytest.param(nested(500), id="depth_501"),  # plus the document: 501 levels
-    pytest.param(nested(499), id="depth_500_allowed_but_a_false_alarm"),
+    pytest.param(nested_lists(500), id="depth_501"),  # plus the document: 501 levels
+    pytest.param(nested_lists(499), id="depth_500_allowed_but_a_false_alarm"),
 ]
 # What the writer refuses though the standard library writes it: a key json.dumps would
 # turn into a string, and nesting beyond MAX_DOCUMENT_DEPTH.
@@ -405,7 +354,7 @@ def test_meta_to_json_still_gives_the_stdlib_bytes_or_a_meta_error(
         ({1, 2}, "x", "(set) has no JSON form"),
         ({"k": Color.RED}, 'x["k"]', "(Color) has no JSON form"),
         (cycle(), "x[1]", "contains itself"),
-        (nested(500), "x", "nests deeper than 499 levels"),
+        (nested_lists(500), "x", "nests deeper than 499 levels"),
     ],
 )
 def test_the_fallback_keeps_the_message_naming_the_place(

@@ -30,15 +30,7 @@ from shardplan.artifact.meta import (
     meta_to_json,
 )
 from shardplan.errors import MetaError
-from tests.artifact.test_jsoncodec import (
-    PLAIN,
-    Name,
-    Point,
-    cycle,
-    nested,
-    stdlib_bytes,
-    stdlib_only,
-)
+from tests.cases import PLAIN, Name, Point, cycle, nested_lists, stdlib_bytes, stdlib_only
 from tests.helpers import CORPUS_FILES
 
 # ------------------------------------------------------------------ decode
@@ -68,8 +60,8 @@ def test_decode_of_a_plain_file_is_proven_by_orjson_writing_it_again(
 # Canonical documents orjson refuses to write: msgspec's proof reads them.
 ORJSON_REFUSES = [
     pytest.param({"x": [2**64, -(2**63) - 1, 10**30]}, id="ints_beyond_64_bits"),
-    pytest.param({"x": nested(300)}, id="deeper_than_orjson_writes"),
-    pytest.param({"x": nested(498)}, id="depth_499"),
+    pytest.param({"x": nested_lists(300)}, id="deeper_than_orjson_writes"),
+    pytest.param({"x": nested_lists(498)}, id="depth_499"),
 ]
 
 
@@ -83,7 +75,7 @@ def test_decode_reads_what_orjson_refuses_through_msgspecs_proof(document: dict[
 
 def test_a_canonical_file_nested_past_the_writer_is_refused(tmp_path: Path) -> None:
     """501 levels: neither proof vouches for it, and the strict reader names it."""
-    raw = stdlib_bytes({"x": nested(MAX_DOCUMENT_DEPTH)})
+    raw = stdlib_bytes({"x": nested_lists(MAX_DOCUMENT_DEPTH)})
     assert jsoncodec.decode(raw) is None
     path = tmp_path / "codegen_meta.json"
     path.write_bytes(raw)
@@ -256,7 +248,7 @@ ORJSON_DECLINES = [
     pytest.param(2**64, id="int_beyond_64_bits"),
     pytest.param(Point(1), id="dataclass"),
     pytest.param(datetime.date(2020, 1, 1), id="date"),
-    pytest.param(nested(300), id="depth_beyond_orjson"),
+    pytest.param(nested_lists(300), id="depth_beyond_orjson"),
     pytest.param(cycle(), id="cycle"),
     pytest.param({1: "x"}, id="non_str_key"),
 ]

@@ -20,12 +20,10 @@ from shardplan.artifact.meta import CodegenMeta, dump_meta, load_meta, meta_from
 from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
+from tests.cases import PRODUCERS
 from tests.helpers import CORPUS_FILES, QWEN3_MOE, shared_fixture
 from tests.implementations import IMPLEMENTATIONS
 from tests.older_artifacts import frozen_again, frozen_again_bytes
-
-# The packages the corpus and the shared fixture name Targets of: what these tests trust.
-PRODUCERS = ("deepseek_planner.*", "hyper_parallel.*")
 
 
 def artifact(param_plan: dict[str, Any], injections: list[Any], **top: Any) -> str:

@@ -21,9 +21,7 @@ from shardplan import api
 from shardplan.artifact.meta import load_meta, meta_to_bytes
 from shardplan.errors import MetaError
 from tests import strategies
-from tests.artifact.test_meta_errors import MALFORMED
-from tests.artifact.test_producers import PRODUCERS
-from tests.generated.test_laws import ODD_VALUES, REFUSED_STRICTLY, _planted, bases
+from tests.cases import MALFORMED, ODD_VALUES, PRODUCERS, REFUSED_STRICTLY, bases, planted
 from tests.helpers import CORPUS, CORPUS_FILES
 from tests.older_artifacts import frozen_again_bytes
 
@@ -83,7 +81,7 @@ def test_law_1_holds_for_read_plan_as_for_the_pair(
 ) -> None:
     """A drawn document with an odd value planted (test_laws): read_plan and the pair agree,
     and what they accept freezes back to the file's bytes."""
-    document = _planted(bases()[index], random.Random(seed), value)
+    document = planted(bases()[index], random.Random(seed), value)
     path = tmp_path_factory.mktemp("law") / "codegen_meta.json"
     raw = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
     path.write_bytes(raw)

@@ -6,109 +6,22 @@ exception type ever escapes, from freeze, the writer or the reader.
 
 from __future__ import annotations
 
-import json
-import math
-from enum import Enum
 from typing import Any
 
 from hypothesis import assume, given, strategies as st
-from torch.distributed.tensor import Partial, Replicate, Shard
-from torch.distributed.tensor.placement_types import _StridedShard
 
 from shardplan.artifact.meta import CodegenMeta, meta_from_dict, meta_from_json, meta_to_json
-from shardplan.convert.targets import Target
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import GROUP_EXEMPT, SPEC_FIELDS
 from tests import strategies
+from tests.cases import ATOMS, KEYS, VALUES
 from tests.implementations import IMPLEMENTATIONS
-from tests.strategies import MeshAxis
 
 # What rebuild trusts here: every Target these values freeze to (callables included).
-TRUSTED = (*strategies.TARGET_ENTRIES, "pkg.mod.fn", "builtins.len", __name__)
+TRUSTED = (*strategies.TARGET_ENTRIES, "pkg.mod.fn", "builtins.len", "tests.cases")
 
 FROZEN_FIELDS = [f.name for f in SPEC_FIELDS if f.group != GROUP_EXEMPT]
-
-
-class Opaque:
-    """An object JSON has no form for; its class is an importable callable."""
-
-    def method(self) -> None:
-        """A bound method: callable, but no import path leads back to it."""
-
-
-class Level(Enum):
-    """An Enum whose values are not str: not a mesh axis key."""
-
-    LOW = 1
-
-
-def _cycle_list() -> list[Any]:
-    items: list[Any] = [1]
-    items.append(items)
-    return items
-
-
-def _cycle_dict() -> dict[str, Any]:
-    table: dict[str, Any] = {"tp": Shard(0)}
-    table["self"] = table
-    return table
-
-
-def _nested(depth: int) -> Any:
-    value: Any = "leaf"
-    for _ in range(depth):
-        value = {"k": value} if depth % 2 else [value]
-    return value
-
-
-ATOMS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    # Past 64 bits, and past the digits Python turns into text (built lazily: Hypothesis
-    # itself cannot repr an int that long).
-    st.sampled_from([63, 64, 400, 5000]).map(lambda e: -(10**e) if e > 100 else 2**e),
-    st.floats(),  # nan, inf, -0.0, subnormals included
-    st.text(max_size=4),
-    st.sampled_from(["\ud800", "é", "tp", "first_input", "pkg.mod.fn", "S(0)", "R"]),
-    st.sampled_from(
-        [Shard(0), Shard(-1), Replicate(), Partial("sum"), _StridedShard(1, split_factor=2)]
-    ),
-    st.sampled_from(list(MeshAxis) + [Level.LOW]),
-    st.sampled_from(
-        [
-            Target("pkg.mod.fn"),
-            Target("pkg.mod.fn", ring=True, sizes=[1, 2]),
-            Target("pkg.mod.fn", sizes=(1, 2)),
-            Target("pkg.mod.fn", scale=float("nan")),
-            Target("pkg.mod.fn", table={1: "a"}),
-        ]
-    ),
-    st.sampled_from([json.dumps, len, math.sqrt, Opaque, Opaque().method, lambda: 0, Opaque()]),
-)
-KEYS = st.one_of(
-    st.text(max_size=4),
-    st.sampled_from(["tp", "cp", "_target_", "w", "out"] + list(MeshAxis) + [Level.LOW]),
-    st.integers(-2, 2),
-    st.none(),
-)
-VALUES = st.one_of(
-    st.recursive(
-        ATOMS,
-        lambda inner: st.one_of(
-            st.lists(inner, max_size=3),
-            st.lists(inner, max_size=3).map(tuple),
-            st.frozensets(st.integers(0, 3), max_size=2),
-            st.sets(st.text(max_size=2), max_size=2),
-            st.dictionaries(KEYS, inner, max_size=3),
-        ),
-        max_leaves=8,
-    ),
-    st.builds(_cycle_list),
-    st.builds(_cycle_dict),
-    st.sampled_from([_nested(80), _nested(81), _nested(30)]),
-)
 
 
 def outcome(implementation: str, plan: ShardingPlan) -> tuple[str, Any]:

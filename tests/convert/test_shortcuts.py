@@ -21,7 +21,7 @@ from shardplan.convert import kinds, trust
 from shardplan.errors import FreezeError, MetaError
 from shardplan.table.kinds import KINDS, Shortcut, resolve
 from shardplan.table.rows import SpecField
-from tests.convert.test_closure import VALUES
+from tests.cases import VALUES
 from tests.helpers import REPO
 
 PLACEMENT_TEXTS = st.sampled_from(["R", "S(0)", "S(-1)", "SS(0,2)", "P(sum)", "P(avg)", "S(x)", ""])

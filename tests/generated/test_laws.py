@@ -15,7 +15,6 @@ One depth limit holds on both sides, and the reader takes in only what the write
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import random
 from pathlib import Path
@@ -38,20 +37,20 @@ from shardplan.errors import FreezeError, MetaError
 from shardplan.table.format import GROUP_DERIVED
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
-from shardplan.table.spec_fields import INJECTION_SPEC_FIELDS, PARAM_PLAN_SPEC_FIELDS
 from tests import strategies
+from tests.cases import (
+    ODD_VALUES,
+    REFUSED_STRICTLY,
+    bases,
+    entry_document,
+    nested,
+    planted,
+    rule_document,
+)
 from tests.implementations import IMPLEMENTATIONS
 from tests.older_artifacts import frozen_again
 
 TRUSTED = strategies.TARGET_ENTRIES
-
-
-def nested(depth: int, leaf: Any = "x") -> Any:
-    """A value whose containers nest ``depth`` levels (alternating objects and arrays)."""
-    value = leaf
-    for level in range(depth):
-        value = {"k": value} if level % 2 else [value]
-    return value
 
 
 def strict_accepts(implementation: str, meta: Any) -> bool:
@@ -72,61 +71,6 @@ def refrozen_bytes(implementation: str, meta: Any) -> bytes:
 
 # ------------------------------------------------------------------ law 1, drawn
 
-ODD_VALUES: list[Any] = [
-    None, True, False, 0, 1, -1, 7, 2**60, 1.5, 2.0, -0.0, "", "s", "S(0)", "R", "self",
-    [], ["a"], [1], [["a", "b"]], [["a"]], {}, {"tp": "S(0)"}, {"x": {"tp": "R"}},
-    {"k": "v"}, {"_target_": "json.dumps"}, {"_target_": "json.dumps", "k": [1]},
-    nested(MAX_DEPTH - 1), nested(MAX_DEPTH), nested(MAX_DEPTH + 1),
-]  # fmt: skip
-ENTRY_KEYS = [f.key for f in PARAM_PLAN_SPEC_FIELDS]
-RULE_KEYS = [f.key for f in INJECTION_SPEC_FIELDS]
-PLAN_PLACES: list[tuple[str, ...]] = [
-    ("special_handlers",),
-    ("mesh_dim_names",),
-    ("tied_pairs",),
-    ("parallel_dims", "sequence_parallel"),
-    ("parallel_dims", "loss_parallel"),
-    ("parallel_dims", "tp_size"),  # another producer's key
-    ("frozen_sharded_params",),
-    ("codegen_version",),  # another producer's key
-]
-
-
-def _planted(document: dict[str, Any], rng: random.Random, value: Any) -> dict[str, Any]:
-    """``document`` with ``value`` planted at one crossing key (or inside one: a Target's
-    kwarg, an ep_stack value), chosen by ``rng``."""
-    document = copy.deepcopy(document)
-    value = copy.deepcopy(value)
-    place = rng.randrange(5)
-    if place == 0 and document["param_plan"]:
-        entry = document["param_plan"][rng.choice(sorted(document["param_plan"]))]
-        entry[rng.choice(ENTRY_KEYS)] = value
-    elif place == 1 and document["injections"]:
-        rng.choice(document["injections"])[rng.choice(RULE_KEYS)] = value
-    elif place == 2 and document["injections"]:
-        # Inside a value: a Target's kwarg, or an ep_stack member.
-        rule = rng.choice(document["injections"])
-        targets = [v for v in rule.values() if isinstance(v, dict) and "_target_" in v]
-        holder = targets[0] if targets and rng.random() < 0.5 else rule.setdefault("ep_stack", {})
-        if isinstance(holder, dict):
-            holder["planted"] = value
-    else:
-        where = rng.choice(PLAN_PLACES)
-        if where == ("frozen_sharded_params",) and value is None:
-            return document  # a derived key's null reads as absent: recomputed (docstring)
-        parent = document
-        for step in where[:-1]:
-            parent = parent.setdefault(step, {})
-        parent[where[-1]] = value
-    return document
-
-
-@functools.cache
-def bases() -> list[dict[str, Any]]:
-    """Forty drawn documents, drawn when a test first asks (not at collection, where a kind
-    without its pool would stop the whole suite instead of failing the tests that draw)."""
-    return [strategies.frozen_json(strategies.random_plan(seed)) for seed in range(40)]
-
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
 @given(
@@ -141,7 +85,7 @@ def test_what_strict_rebuild_accepts_freezes_back_to_the_same_bytes(
     empties, other kinds' shapes, nesting around the depth limit): if strict rebuild
     accepts it, freezing the rebuilt plan writes the document's bytes again (with any key
     written always that it lacks)."""
-    document = _planted(bases()[index], random.Random(seed), value)
+    document = planted(bases()[index], random.Random(seed), value)
     try:
         meta = meta_from_dict(document)
     except MetaError:
@@ -167,52 +111,6 @@ def test_an_older_artifact_gains_exactly_the_keys_written_always(implementation:
 
 
 # ------------------------------------------------------------------ law 1, the cases
-
-
-def _entry(**keys: Any) -> dict[str, Any]:
-    return {"param_plan": {"m": {"is_boundary": True, **keys}}, "injections": []}
-
-
-def _rule(**keys: Any) -> dict[str, Any]:
-    return {"param_plan": {"m": {"is_boundary": True}}, "injections": [{"match": "m", **keys}]}
-
-
-REFUSED_STRICTLY: dict[str, tuple[dict[str, Any], str]] = {
-    # skip_source_lowering: int_truthy writes a truthy int or true, nothing else.
-    **{
-        f"skip_source_lowering {value!r}": (
-            _entry(skip_source_lowering=value),
-            'param_plan["m"].skip_source_lowering',
-        )
-        for value in (1.5, 2.0, "s", "S(0)", 0, False, "")
-    },
-    "out_names []": (_entry(out_names=[]), 'param_plan["m"].out_names'),
-    "deferred_bias_params []": (
-        _entry(deferred_bias_params=[]),
-        'param_plan["m"].deferred_bias_params',
-    ),
-    "ep_size 0": (_rule(ep_size=0), "injections[0].ep_size"),
-    "ep_stack {}": (_rule(ep_stack={}), "injections[0].ep_stack"),
-    "a rule holding only match": (_rule(), "injections[0]"),
-    "is_boundary null": (_entry(is_boundary=None), 'param_plan["m"].is_boundary'),
-    "inner_target null": (_rule(inner_target=None), "injections[0].inner_target"),
-    "ep_stack nested past the limit": (
-        _rule(ep_stack={"deep": nested(MAX_DEPTH)}),
-        "injections[0].ep_stack",
-    ),
-    "a Target kwarg nested past the limit": (
-        _rule(local_compute_fn={"_target_": "json.dumps", "k": nested(MAX_DEPTH + 1)}),
-        "injections[0].local_compute_fn.k",
-    ),
-    "parallel_dims.loss_parallel null": (
-        {**_entry(), "parallel_dims": {"loss_parallel": None}},
-        "parallel_dims.loss_parallel",
-    ),
-    "another producer's key nested past the limit": (
-        {**_entry(), "codegen_version": nested(MAX_DEPTH)},
-        "codegen_version",
-    ),
-}
 
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
@@ -257,7 +155,7 @@ def test_lenient_rebuild_reads_the_unwritten_values_as_absent(
         meta_from_dict(document), strict=False, allow_targets=("json.dumps",)
     )
     again = json.loads(meta_to_bytes(impl.freeze_plan(plan)))
-    without = frozen_again(_entry())
+    without = frozen_again(entry_document())
     assert again["param_plan"] == without["param_plan"]
     assert again["injections"] == without["injections"]
 
@@ -269,21 +167,21 @@ def test_lenient_rebuild_reads_the_unwritten_values_as_absent(
 DEEP_PLACES = {
     "ep_stack": (
         lambda value: ShardingPlan(modules={"m": ModuleShardingSpec(_ep_stack={"v": value})}),
-        lambda value: _rule(ep_stack={"v": value}),
+        lambda value: rule_document(ep_stack={"v": value}),
     ),
     "Target kwarg": (
         lambda value: ShardingPlan(
             modules={"m": ModuleShardingSpec(local_compute_fn=Target("json.dumps", v=value))}
         ),
-        lambda value: _rule(local_compute_fn={"_target_": "json.dumps", "v": value}),
+        lambda value: rule_document(local_compute_fn={"_target_": "json.dumps", "v": value}),
     ),
     "other producer's key": (
         lambda value: ShardingPlan(other_keys={"meta": value}),
-        lambda value: {**_entry(), "meta": value},
+        lambda value: {**entry_document(), "meta": value},
     ),
     "other parallel_dims key": (
         lambda value: ShardingPlan(other_keys={"parallel_dims": {"meta": value}}),
-        lambda value: {**_entry(), "parallel_dims": {"meta": value}},
+        lambda value: {**entry_document(), "parallel_dims": {"meta": value}},
     ),
 }
 
