@@ -3,6 +3,7 @@ callables no artifact may make a trainer call, and tiny packages installed in tm
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,3 +130,24 @@ def installed(
     forget()
     yield tmp_path
     forget()
+
+
+def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
+    """The example plan's artifact, as a document, with ``rule``'s keys on its module: in
+    the rule the artifact has for it, if it has one (a table may write a rule for every
+    module), else in a new one."""
+    import shardplan
+    from shardplan.artifact.meta import meta_to_json
+    from shardplan.examples.llama import LlamaConfig
+    from shardplan.examples.plan import tensor_parallel_plan
+
+    document: dict[str, Any] = json.loads(
+        meta_to_json(shardplan.freeze_plan(tensor_parallel_plan(LlamaConfig(n_layers=1))))
+    )
+    rules = document.setdefault("injections", [])
+    same = [existing for existing in rules if existing["match"] == rule["match"]]
+    if same:
+        same[0].update(rule)
+    else:
+        rules.append(rule)
+    return document

@@ -105,8 +105,7 @@ def test_benchmark_hand_written_rebuild_refuses_what_the_generated_code_refuses(
     hand-written rebuild raises the generated code's error (path and message)."""
     from shardplan.artifact.meta import meta_from_dict
     from shardplan.errors import MetaError
-    from tests.artifact.test_meta_errors import MALFORMED
-    from tests.generated.test_laws import REFUSED_STRICTLY
+    from tests.cases import MALFORMED, REFUSED_STRICTLY
 
     stale = handwritten.not_for_these_tables()
     if stale:

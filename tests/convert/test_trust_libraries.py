@@ -12,7 +12,6 @@ it refuses.
 from __future__ import annotations
 
 import importlib.util
-import json
 import pkgutil
 import re
 import sys
@@ -25,7 +24,7 @@ import pytest
 from shardplan.convert import owners, trust
 from shardplan.errors import MetaError, UntrustedTarget, shown
 from tests.implementations import use_both_implementations
-from tests.trust_helpers import OKPKG_SOURCE, PWNED, compute_fn, target_meta
+from tests.trust_helpers import OKPKG_SOURCE, PWNED, compute_fn, example_artifact_with, target_meta
 
 impl: Any = None
 implementation = use_both_implementations(__name__)
@@ -214,27 +213,6 @@ def test_an_exact_entry_over_a_library_still_rebuilds_and_calls() -> None:
 
 
 # ------------------------------------------------------------- through apply_plan
-
-
-def example_artifact_with(rule: dict[str, Any]) -> dict[str, Any]:
-    """The example plan's artifact, as a document, with ``rule``'s keys on its module: in
-    the rule the artifact has for it, if it has one (a table may write a rule for every
-    module), else in a new one."""
-    import shardplan
-    from shardplan.artifact.meta import meta_to_json
-    from shardplan.examples.llama import LlamaConfig
-    from shardplan.examples.plan import tensor_parallel_plan
-
-    document: dict[str, Any] = json.loads(
-        meta_to_json(shardplan.freeze_plan(tensor_parallel_plan(LlamaConfig(n_layers=1))))
-    )
-    rules = document.setdefault("injections", [])
-    same = [existing for existing in rules if existing["match"] == rule["match"]]
-    if same:
-        same[0].update(rule)
-    else:
-        rules.append(rule)
-    return document
 
 
 @pytest.mark.parametrize(("path", "entries", "kwargs"), ATTACKS, ids=IDS)

@@ -307,7 +307,7 @@ def test_every_row_of_both_tables_is_refused_through_read_plan_the_pair_and_appl
     imported, run or written."""
     from shardplan import apply_plan, read_plan
     from shardplan.examples.llama import LlamaConfig, LlamaForCausalLM
-    from tests.convert.test_trust_libraries import example_artifact_with
+    from tests.trust_helpers import example_artifact_with
 
     on_path(monkeypatch, lay_out(victim / "site", "joblib", "1.4.2"), "joblib")
     model = LlamaForCausalLM(LlamaConfig(n_layers=1))
