@@ -7,17 +7,51 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-SETTINGS = ("format", "kinds", "templates", "output", "outputs", "tables")
-TABLE_KEYS = ("rows", "retired", "class")
-TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
 # and the artifact's JSON Schema, field reference and table lock (.json, .md).
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
+_TABLE = (
+    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
+    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec"'
+)
+# Each setting as it may read, shown in any message about it.
+EXAMPLES = {
+    "format": 'format = "shardplan.table.format"',
+    "kinds": 'kinds = "shardplan.table.kinds"',
+    "templates": 'templates = "templates"',
+    "output": 'output = "generated"',
+    "outputs": 'outputs = ["__init__.py", "freeze.py"], each rendered from <name>.j2',
+    "filled_elsewhere": 'filled_elsewhere = ["modules"], fields another table fills',
+    **dict.fromkeys(("tables", "rows", "retired", "class"), _TABLE),
+}
+
+# Shapes of the settings: "package.module", "package.module:NAME", an output, a table's name.
+_Module = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")]
+_Target = Annotated[str, msgspec.Meta(pattern=r"^[\w.]+:\w+\Z")]
+_Output = Annotated[str, msgspec.Meta(pattern=rf"^{OUTPUT_NAME.pattern}\Z")]
+_TableName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*\Z")]
+
+class _Section(msgspec.Struct, forbid_unknown_fields=True):
+    format: _Module
+    kinds: _Module
+    templates: str  # "" is refused as the project folder itself (_folder)
+    output: str
+    outputs: Annotated[list[_Output], msgspec.Meta(min_length=1)]
+    tables: Annotated[dict[_TableName, object], msgspec.Meta(min_length=1)]
+
+
+class _Table(msgspec.Struct, forbid_unknown_fields=True):
+    rows: _Target
+    retired: _Target
+    cls: _Target = msgspec.field(name="class")
+    filled_elsewhere: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,65 +164,18 @@ def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
     return folder
 
 
-def _outputs(pyproject: Path, value: object) -> tuple[str, ...]:
-    example = '["__init__.py", "freeze.py", "rebuild.py"]'
-    if not isinstance(value, list) or not value:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs must be a non-empty list of the files the "
-            f"generator writes, each from its template <name>.j2, e.g. outputs = {example}"
-        )
-    for name in value:
-        if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
-            raise GeneratorError(
-                f"{pyproject}: {SECTION} outputs: {name!r} is not an output file name "
-                "(a plain file name ending in .py, .json or .md, no folder), "
-                f"e.g. outputs = {example}"
-            )
-    duplicates = sorted({name for name in value if value.count(name) > 1})
-    if duplicates:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs lists {', '.join(duplicates)} more than once; "
-            "list each output once"
-        )
-    return tuple(value)
-
-
-def _tables(pyproject: Path, value: object) -> tuple[TableConfig, ...]:
-    example = (
-        '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
-        '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec"'
-    )
-    if not isinstance(value, dict) or not value:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} needs its field tables, one section each, e.g. {example}"
-        )
-    tables = []
-    for name, section in value.items():
-        where = f"{pyproject}: [tool.specgen.tables.{name}]"
-        if not TABLE_NAME.fullmatch(name):
-            raise GeneratorError(f"{where}: a table name is lowercase letters, digits and _")
-        if not isinstance(section, dict):
-            raise GeneratorError(f"{where} must be a table, e.g. {example}")
-        unknown = sorted(set(section) - {*TABLE_KEYS, "filled_elsewhere"})
-        if unknown:
-            raise GeneratorError(
-                f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(TABLE_KEYS)}, "
-                "filled_elsewhere"
-            )
-        for key in TABLE_KEYS:
-            if not isinstance(section.get(key), str) or not re.fullmatch(
-                r"[\w.]+:\w+", section[key]
-            ):
-                raise GeneratorError(f'{where}: {key} must read "package.module:NAME"')
-        filled = section.get("filled_elsewhere", [])
-        if not isinstance(filled, list) or not all(isinstance(f, str) for f in filled):
-            raise GeneratorError(
-                f"{where}: filled_elsewhere must be a list of field names another table fills"
-            )
-        tables.append(
-            TableConfig(name, section["rows"], section["retired"], section["class"], tuple(filled))
-        )
-    return tuple(tables)
+def _convert(value: object, shape: type[Any], where: str) -> Any:
+    """``value`` as ``shape``; a setting of the wrong shape is a GeneratorError naming it and
+    showing how it may read (an unknown one: to remove)."""
+    try:
+        return msgspec.convert(value, shape, strict=True)
+    except msgspec.ValidationError as exc:
+        problem, _, at = str(exc).partition(" - at ")
+        place = re.sub(r"`\$?\.?", "", at)  # `$.outputs[0]` -> outputs[0]
+        setting = re.search(r"field `(\w+)`|`\$\.(\w+)", str(exc))
+        name = (setting[1] or setting[2]) if setting else "tables"
+        fix = f"e.g. {EXAMPLES[name]}" if name in EXAMPLES else "remove it"
+        raise GeneratorError(f"{' '.join(filter(None, (where, place)))}: {problem}; {fix}") from None
 
 
 def load_config(root: Path) -> Config:
@@ -202,26 +189,25 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    for key in SETTINGS[:4]:  # outputs, tables: below
-        if not isinstance(section.get(key), str) or not section[key]:
-            raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
-    for key in ("kinds", "format"):
-        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section[key]):
-            raise GeneratorError(
-                f'{pyproject}: {SECTION} {key} = "{section[key]}" must be a module name, '
-                'e.g. "shardplan.convert.kinds"'
-            )
+    settings = _convert(section, _Section, f"{pyproject}: {SECTION}")
+    outputs = settings.outputs
+    if duplicates := sorted({name for name in outputs if outputs.count(name) > 1}):
+        raise GeneratorError(
+            f"{pyproject}: {SECTION} outputs lists {', '.join(duplicates)} more than once; "
+            "list each output once"
+        )
+    tables = []
+    for name, value in settings.tables.items():
+        table = _convert(value, _Table, f"{pyproject}: [tool.specgen.tables.{name}]")
+        tables.append(TableConfig(name, *msgspec.structs.astuple(table)))
     project = data.get("project", {})
-    config = Config(
+    return Config(
         root=root,
-        tables=_tables(pyproject, section.get("tables")),
-        format=section["format"],
-        kinds=section["kinds"],
-        templates=_folder(root, pyproject, "templates", section["templates"]),
-        output=_folder(root, pyproject, "output", section["output"]),
-        outputs=_outputs(pyproject, section.get("outputs")),
+        tables=tuple(tables),
+        format=settings.format,
+        kinds=settings.kinds,
+        templates=_folder(root, pyproject, "templates", settings.templates),
+        output=_folder(root, pyproject, "output", settings.output),
+        outputs=tuple(outputs),
         black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )
-    if unknown := sorted(set(section) - set(SETTINGS)):
-        raise GeneratorError(f"{pyproject}: {SECTION} has no setting `{unknown[0]}`: remove it")
-    return config

@@ -201,8 +201,8 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         'templates/extra.py.j2 renders no declared output: add "extra.py" to outputs',
     ),
     "outputs not declared": (
-        edit_replace("pyproject.toml", "\noutputs = [", "\nnot_outputs = ["),
-        "[tool.specgen] outputs must be a non-empty list of the files the generator writes",
+        edit_replace("pyproject.toml", "\noutputs = [", "\n[tool.other]\noutputs = ["),
+        "[tool.specgen]: Object missing required field `outputs`; e.g. outputs = [",
     ),
     "template that is not UTF-8": (
         edit_append("templates/freeze.py.j2", b"# caf\xe9\n"),
@@ -211,7 +211,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "a setting the generator does not read": (
         edit_replace("pyproject.toml", "[tool.specgen]\n", '[tool.specgen]\ntable = "old"\n'),
-        "[tool.specgen] has no setting `table`: remove it",
+        "[tool.specgen]: Object contains unknown field `table`; remove it",
     ),
     "absolute output folder": (
         edit_replace("pyproject.toml", 'output = "generated"', 'output = "/tmp/specgen-generated"'),
