@@ -7,9 +7,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
-
-import msgspec
+from typing import Any
 
 from .errors import GeneratorError
 
@@ -17,41 +15,30 @@ SECTION = "[tool.specgen]"
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
 # and the artifact's JSON Schema, field reference and table lock (.json, .md).
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
+MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
 _TABLE = (
     '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
-    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec"'
+    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in '
+    "lowercase letters, digits and _)"
 )
-# Each setting as it may read, shown in any message about it.
-EXAMPLES = {
-    "format": 'format = "shardplan.table.format"',
-    "kinds": 'kinds = "shardplan.table.kinds"',
-    "templates": 'templates = "templates"',
-    "output": 'output = "generated"',
-    "outputs": 'outputs = ["__init__.py", "freeze.py"], each rendered from <name>.j2',
-    "filled_elsewhere": 'filled_elsewhere = ["modules"], fields another table fills',
-    **dict.fromkeys(("tables", "rows", "retired", "class"), _TABLE),
+# Each setting's shape (a pattern a text matches whole, [pattern] a list of such texts,
+# dict a table of tables) and how it may read, shown with any message about it.
+SETTINGS: dict[str, tuple[object, str]] = {
+    "format": (MODULE, 'format = "shardplan.table.format" (a module name)'),
+    "kinds": (MODULE, 'kinds = "shardplan.table.kinds" (a module name)'),
+    "templates": (".+", 'templates = "templates"'),
+    "output": (".+", 'output = "generated"'),
+    "outputs": (
+        [OUTPUT_NAME.pattern],
+        'outputs = ["__init__.py", "freeze.py"] (at least one file, each once, each '
+        "rendered from templates/<name>.j2: a name ending in .py, .json or .md, no folder)",
+    ),
+    "tables": (dict, _TABLE),
 }
-
-# Shapes of the settings: "package.module", "package.module:NAME", an output, a table's name.
-_Module = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")]
-_Target = Annotated[str, msgspec.Meta(pattern=r"^[\w.]+:\w+\Z")]
-_Output = Annotated[str, msgspec.Meta(pattern=rf"^{OUTPUT_NAME.pattern}\Z")]
-_TableName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*\Z")]
-
-class _Section(msgspec.Struct, forbid_unknown_fields=True):
-    format: _Module
-    kinds: _Module
-    templates: str  # "" is refused as the project folder itself (_folder)
-    output: str
-    outputs: Annotated[list[_Output], msgspec.Meta(min_length=1)]
-    tables: Annotated[dict[_TableName, object], msgspec.Meta(min_length=1)]
-
-
-class _Table(msgspec.Struct, forbid_unknown_fields=True):
-    rows: _Target
-    retired: _Target
-    cls: _Target = msgspec.field(name="class")
-    filled_elsewhere: tuple[str, ...] = ()
+TABLE_SETTINGS: dict[str, tuple[object, str]] = {
+    **dict.fromkeys(("rows", "retired", "class"), (TARGET, _TABLE)),
+    "filled_elsewhere": ([r"\w+"], 'filled_elsewhere = ["modules"] (fields another table fills)'),
+}
 
 
 @dataclass(frozen=True)
@@ -164,18 +151,23 @@ def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
     return folder
 
 
-def _convert(value: object, shape: type[Any], where: str) -> Any:
-    """``value`` as ``shape``; a setting of the wrong shape is a GeneratorError naming it and
-    showing how it may read (an unknown one: to remove)."""
-    try:
-        return msgspec.convert(value, shape, strict=True)
-    except msgspec.ValidationError as exc:
-        problem, _, at = str(exc).partition(" - at ")
-        place = re.sub(r"`\$?\.?", "", at)  # `$.outputs[0]` -> outputs[0]
-        setting = re.search(r"field `(\w+)`|`\$\.(\w+)", str(exc))
-        name = (setting[1] or setting[2]) if setting else "tables"
-        fix = f"e.g. {EXAMPLES[name]}" if name in EXAMPLES else "remove it"
-        raise GeneratorError(f"{' '.join(filter(None, (where, place)))}: {problem}; {fix}") from None
+def _fits(value: object, shape: object) -> bool:
+    if isinstance(shape, list):
+        return isinstance(value, list) and all(_fits(item, shape[0]) for item in value)
+    if shape is dict:
+        return isinstance(value, dict) and bool(value)
+    return isinstance(value, str) and re.fullmatch(str(shape), value) is not None
+
+
+def _check(section: dict[str, Any], shapes: dict[str, tuple[object, str]], where: str) -> None:
+    """Refuse a setting ``shapes`` does not name, or one missing or not of its shape, naming
+    it and showing how it reads."""
+    for key, (shape, example) in shapes.items():
+        if not _fits(section.get(key), shape):
+            wrong = "is missing" if key not in section else f"= {section[key]!r} is not of its form"
+            raise GeneratorError(f"{where} {key} {wrong}; write it like {example}")
+    if unknown := sorted(set(section) - set(shapes)):
+        raise GeneratorError(f"{where} has no setting `{unknown[0]}`: remove it")
 
 
 def load_config(root: Path) -> Config:
@@ -189,25 +181,30 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    settings = _convert(section, _Section, f"{pyproject}: {SECTION}")
-    outputs = settings.outputs
-    if duplicates := sorted({name for name in outputs if outputs.count(name) > 1}):
+    _check(section, SETTINGS, f"{pyproject}: {SECTION}")
+    outputs = section["outputs"]
+    if not outputs or len(set(outputs)) < len(outputs):
         raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs lists {', '.join(duplicates)} more than once; "
-            "list each output once"
+            f"{pyproject}: {SECTION} outputs = {outputs!r} lists a file twice, or none; write "
+            f"it like {SETTINGS['outputs'][1]}"
         )
     tables = []
-    for name, value in settings.tables.items():
-        table = _convert(value, _Table, f"{pyproject}: [tool.specgen.tables.{name}]")
-        tables.append(TableConfig(name, *msgspec.structs.astuple(table)))
+    for name, table in section["tables"].items():
+        where = f"{pyproject}: [tool.specgen.tables.{name}]"
+        if not re.fullmatch("[a-z][a-z0-9_]*", name) or not isinstance(table, dict):
+            raise GeneratorError(f"{where}: write each table like {_TABLE}")
+        table = {"filled_elsewhere": [], **table}
+        _check(table, TABLE_SETTINGS, where)
+        filled = tuple(table["filled_elsewhere"])
+        tables.append(TableConfig(name, table["rows"], table["retired"], table["class"], filled))
     project = data.get("project", {})
     return Config(
         root=root,
         tables=tuple(tables),
-        format=settings.format,
-        kinds=settings.kinds,
-        templates=_folder(root, pyproject, "templates", settings.templates),
-        output=_folder(root, pyproject, "output", settings.output),
+        format=section["format"],
+        kinds=section["kinds"],
+        templates=_folder(root, pyproject, "templates", section["templates"]),
+        output=_folder(root, pyproject, "output", section["output"]),
         outputs=tuple(outputs),
         black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )

@@ -163,8 +163,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "table module that does not import": (
         edit_table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"] +'),
         f"shardplan/table/spec_fields.py:{line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS')}: "
-        "invalid syntax (importing the table module "
-        "'shardplan.table.spec_fields'); fix the file",
+        "cannot import the table module 'shardplan.table.spec_fields': invalid syntax "
+        "(spec_fields.py, line",
     ),
     "template with an undefined name": (
         edit_replace(
@@ -201,8 +201,8 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
         'templates/extra.py.j2 renders no declared output: add "extra.py" to outputs',
     ),
     "outputs not declared": (
-        edit_replace("pyproject.toml", "\noutputs = [", "\n[tool.other]\noutputs = ["),
-        "[tool.specgen]: Object missing required field `outputs`; e.g. outputs = [",
+        edit_replace("pyproject.toml", "\noutputs = [", "\nnot_outputs = ["),
+        "[tool.specgen] outputs is missing; write it like outputs = [",
     ),
     "template that is not UTF-8": (
         edit_append("templates/freeze.py.j2", b"# caf\xe9\n"),
@@ -211,7 +211,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "a setting the generator does not read": (
         edit_replace("pyproject.toml", "[tool.specgen]\n", '[tool.specgen]\ntable = "old"\n'),
-        "[tool.specgen]: Object contains unknown field `table`; remove it",
+        "[tool.specgen] has no setting `table`: remove it",
     ),
     "absolute output folder": (
         edit_replace("pyproject.toml", 'output = "generated"', 'output = "/tmp/specgen-generated"'),
@@ -227,8 +227,9 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'GROUPS = TABLE_GROUPS["spec"]',
             'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)',
         ),
-        "importing the table module 'shardplan.table.spec_fields' called sys.exit(3); it must only "
-        "define data: remove the exit from the module's top level",
+        f"shardplan/table/spec_fields.py:{line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS') + 1}: "
+        "cannot import the table module 'shardplan.table.spec_fields': it called sys.exit(3); "
+        "it must only define data: remove the exit",
     ),
     "missing templates folder": (
         edit_write("templates", None),

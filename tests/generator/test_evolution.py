@@ -303,7 +303,6 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
         retired=retired,
         roles={group: GROUP_ROLES[group] for group in TABLE_GROUPS["spec"]},
         top_level_groups=(),
-        separator=".",
         module="t",
         source_file="t.py",
         digest="d" * 64,
