@@ -85,7 +85,9 @@ def _command(args: argparse.Namespace) -> str:
             why = f"{flag} is the old spelling of `specgen {flag[2:]}` and takes no command"
             fix = f"`specgen {args.command}` or `specgen {flag[2:]}`"
         elif args.command != "generate":  # GENERATE_ONLY
-            why = f"{flag} changes what `specgen generate` writes, and {args.command} writes nothing"
+            why = (
+                f"{flag} changes what `specgen generate` writes, and {args.command} writes nothing"
+            )
             fix = f"`specgen generate {flag}`"
         else:
             continue
@@ -121,7 +123,9 @@ def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool)
     for note in generated.notes:
         print(note)
     if generated.changes:  # what the table edit does to artifacts, before the files it changes
-        print(f"specgen: the table changed since it was last generated:\n{generated.changes.report()}")
+        print(
+            f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
+        )
     # The outputs depend on the generator's version as well as on root's tables: where they
     # differ from what is on disk, say whose generator rendered them.
     own = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import json
 import keyword
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -32,6 +32,13 @@ ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
 # What the generator reads of the format module.
 FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
 FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
+# What only a row crossing the artifact under a key holds, beside the key.
+CROSSING_FIELDS = ("freeze", "rebuild", "post_init", "aliases", "written", "absent")
+# Why no field nor top-level key (a CodegenMeta field) may begin with "__".
+_DUNDER = (
+    "begins with two underscores, which Python keeps for itself (__init__, __dict__) and "
+    "mangles in a class body"
+)
 # What every check reads of a row and of a retired key, and its type (aliases: of str).
 _TEXTS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
 _ROW: dict[str, type] = {**dict.fromkeys(_TEXTS, str), "post_init": bool, "aliases": tuple}
@@ -194,15 +201,13 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``; else None."""
+    """Where ``module`` (a file, or a package's folders) was imported from, when that is
+    outside ``root``; else None."""
     file = getattr(module, "__file__", None)
-    if file:
-        path = Path(file).resolve()
-        return None if path.is_relative_to(root) else path
-    folders = [Path(folder).resolve() for folder in getattr(module, "__path__", [])]
-    if folders and not any(folder.is_relative_to(root) for folder in folders):
-        return folders[0]
-    return None
+    paths = [
+        Path(place).resolve() for place in ([file] if file else getattr(module, "__path__", []))
+    ]
+    return None if not paths or any(p.is_relative_to(root) for p in paths) else paths[0]
 
 
 def _shown(file: str | None, root: Path, otherwise: str) -> str:
@@ -299,7 +304,10 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
     table_module, rows = _import(table.rows, config.root, "table")
     _, retired = _import(table.retired, config.root, "table")
     _, cls = _import(table.cls, config.root, "class")
-    for setting, found, what in ((table.rows, rows, "SpecField rows"), (table.retired, retired, "RetiredKey")):
+    for setting, found, what in (
+        (table.rows, rows, "SpecField rows"),
+        (table.retired, retired, "RetiredKey"),
+    ):
         if not isinstance(found, (tuple, list)):
             raise GeneratorError(f"{setting} must be a tuple of {what}, got {type(found).__name__}")
     if not dataclasses.is_dataclass(cls):
@@ -338,19 +346,14 @@ def _row_label(table: str) -> str:
 def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> None:
     """Refuse a row or retired key the checks cannot read: a field missing or of another
     type, or not a dataclass (table_digest reads it as one)."""
-    wrong = [name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)]
+    wrong = [
+        name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)
+    ]
     if not wrong and not all(isinstance(alias, str) for alias in getattr(raw, "aliases", ())):
         wrong = ["aliases"]
     if wrong or not dataclasses.is_dataclass(raw):
-        fields = ", ".join(f"{name} a {type_.__name__}" for name, type_ in shape.items())
-        fields = fields.replace("a tuple", "a tuple of str")
         what = f"{', '.join(wrong)} missing or of another type" if wrong else "not a dataclass"
-        raise GeneratorError(f"{where}: {what}; every entry must be a {kind} ({fields})")
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+        raise GeneratorError(f"{where}: {what}; every entry must be a {kind}")
 
 
 def _doc_problems(doc: str) -> list[str]:
@@ -377,26 +380,25 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return ["name is not a Python identifier.\n  Use the dataclass field's name."]
     if row.name.startswith("__"):
-        return [
-            "name begins with two underscores, which Python keeps for itself (__init__, "
-            f"__dict__) and mangles in a class body.{rename}"
-        ]
-    if role != DERIVED and row.name in table.bound:
-        return [
-            f"name {row.name!r} shadows a name the class's module binds itself "
-            f"({table.bound[row.name]}): a field of that name hides it in the class body.{rename}"
-        ]
+        return [f"name {_DUNDER}.{rename}"]
     if role == DERIVED and row.name in table.fields:
         return [
             f"a {row.group} row is computed by freeze and names no field, but the class has "
             f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
         ]
-    if role != DERIVED and row.name not in table.fields:
+    if role == DERIVED:
+        return []
+    if row.name in table.bound:
+        return [
+            f"name {row.name!r} shadows a name the class's module binds itself "
+            f"({table.bound[row.name]}): a field of that name hides it in the class body.{rename}"
+        ]
+    if row.name not in table.fields:
         return [
             f"the {table.config.name} class has no field {row.name!r}.\n"
             "  Add the field to the dataclass, or remove the row."
         ]
-    if role != DERIVED and row.name in table.config.filled_elsewhere:
+    if row.name in table.config.filled_elsewhere:
         return [
             f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
             "  Remove the row, or the field from filled_elsewhere."
@@ -418,9 +420,7 @@ def _key_shape_problems(row: Any, form: Format) -> list[str]:
             ]
         if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
             return [
-                f"key {key!r} names a field of CodegenMeta, and Python keeps names beginning "
-                "with two underscores for itself (__init__, __dict__) and mangles them in a "
-                "class body.\n  Choose another key."
+                f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another key."
             ]
     problems = []
     reserved = form.reserved.get(row.group, {})
@@ -445,19 +445,15 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
     problems = _name_problems(row, table, role) + _doc_problems(row.doc)
     groups = form.groups[table.config.name]
     if role is None:
-        known = f"Known groups: {', '.join(groups)}.{_did_you_mean(row.group, groups)}"
+        close = [f" Did you mean {g!r}?" for g in difflib.get_close_matches(row.group, groups, 1)]
+        known = f"Known groups: {', '.join(groups)}.{''.join(close)}"
         return [*problems, f"unknown group {row.group!r}.\n  {known}"]
     if role in (EXEMPT, OTHERS):
-        if any((row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)):
-            what = (
-                "an exempt row never crosses the artifact"
-                if role == EXEMPT
-                else f"the {row.group} row carries the keys no row owns, as they are"
-            )
+        if any(getattr(row, name) for name in ("key", *CROSSING_FIELDS)):
             problems.append(
-                f'{what}, so key, freeze, rebuild, written and absent must be "", aliases '
-                "empty and post_init False.\n  Clear them, or move the row to a group that "
-                "crosses the artifact under a key."
+                f"a row of group {row.group!r} has no key of its own, so key, freeze, rebuild, "
+                'written and absent must be "", aliases empty and post_init False.\n  Clear '
+                "them, or move the row to a group that crosses the artifact under a key."
             )
     elif not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
@@ -469,19 +465,18 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
             'reference show it.\n  Set doc="...".'
         )
     field = table.fields.get(row.name) if role == CROSSES else None
-    if field is not None and row.post_init == field.init:
-        fix = (
-            "Set post_init=True (the rebuild sets it after construction), or make the field init=True."
-            if not field.init
-            else "Set post_init=False, or declare the field with field(init=False)."
+    if field is not None and row.post_init == field.init:  # post_init: set after construction
+        problems.append(
+            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  Set "
+            f"post_init={not row.post_init}, or declare the field with field(init={row.post_init})."
         )
-        problems.append(f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  {fix}")
     return problems
 
 
 def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """A field or a top-level key named as the object other rows' keys nest in."""
-    nests = {r.within: r for r in table.rows if r.group in form.top_level and r.key and r.within}
+    """A field or a top-level key named as an object other rows' keys nest in (a key splits
+    only in a top-level group)."""
+    nests = {r.within: r for r in table.rows if r.key and r.within}
     problems = []
     if row.name in nests and role == CROSSES:
         problems.append(
@@ -502,8 +497,8 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
     """A retired key without its key or reason, of a group that is not retirable, in an
     object freeze carries whole, or an object rows still nest keys in."""
     problems = []
-    nests = {r.within for r in table.rows if r.group in form.top_level and r.key and r.within}
-    if gone.group in form.top_level and gone.within and gone.within not in nests:
+    nests = {r.within for r in table.rows if r.key and r.within}
+    if gone.within and gone.within not in nests:
         problems.append(
             f"no row's key nests in {gone.within!r}, so freeze carries that object whole and "
             f"the retirement would drop nothing.\n  Retire {gone.within!r} itself, or a key a "
@@ -537,16 +532,19 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
                 f"{label} {number} ({row.name}): name {row.name!r} already has row "
                 f"{first[row.name]}.\n  Each field has exactly one row: remove one of them."
             )
-    claims = [(f"row {n} ({row.name})", row.key, row.group) for n, row in rows if row.key]
-    claims += [(f"row {n} ({row.name}) alias", a, row.group) for n, row in rows for a in row.aliases]
+    claims = [(f"{label} {n} ({row.name})", row.key, row.group) for n, row in rows if row.key]
+    claims += [
+        (f"{label} {n} ({row.name}) alias", alias, row.group)
+        for n, row in rows
+        for alias in row.aliases
+    ]
     claims += [
         (f"{retired}[{index}] ({gone.key})", gone.key, gone.group)
         for index, gone in enumerate(table.retired)
         if gone.key and gone.reason.strip()
     ]
     owner: dict[str, str] = {}
-    for holder, key, group in claims:
-        where = f"{label[: -len('row')]}{holder}" if holder.startswith("row ") else holder
+    for where, key, group in claims:
         if not key:
             problems.append(f"{where}: the alias is empty.\n  Write the older key, or remove it.")
         elif key in form.reserved.get(group, {}):
@@ -560,7 +558,7 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
                 "field: choose another key, or drop the alias or retirement."
             )
         else:
-            owner[key] = holder
+            owner[key] = where
     return problems
 
 

@@ -78,7 +78,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "duplicate key": (
         edit_table('SpecField("in_dst", "in_dst"', 'SpecField("in_dst", "in_src"'),
-        f"table row {ROW['in_dst']} (in_dst): key 'in_src' is already used by row "
+        f"table row {ROW['in_dst']} (in_dst): key 'in_src' is already used by table row "
         f"{ROW['in_src']} (in_src)",
     ),
     "spec field with no row": (
@@ -118,14 +118,15 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'SpecField("_is_terminal", "", GROUP_EXEMPT)',
             'SpecField("_is_terminal", "terminal", GROUP_EXEMPT)',
         ),
-        f"table row {ROW['_is_terminal']} (_is_terminal): an exempt row never crosses the artifact",
+        f"table row {ROW['_is_terminal']} (_is_terminal): a row of group 'exempt' has no key of "
+        "its own",
     ),
     "exempt row with kinds": (
         edit_table(
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT)',
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT, "scalar")',
         ),
-        f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): an exempt row never crosses",
+        f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): a row of group 'exempt' has no key",
     ),
     "post_init flag missing for an init=False field": (
         edit_table(

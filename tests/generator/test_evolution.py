@@ -405,13 +405,13 @@ IN_DST_ROW = (
                 '"named_placements", "named_placements",',
                 '"named_placements", "named_placements", aliases=("in_src",),',
             ),
-            f"alias: key 'in_src' is already used by row {ROW['in_src']} (in_src)",
+            f"alias: key 'in_src' is already used by table row {ROW['in_src']} (in_src)",
         ),
         (
             TABLE,
             NO_RETIRED,
             'RETIRED_KEYS: tuple[RetiredKey, ...] = (RetiredKey("params", "param_plan", "r"),)',
-            f"RETIRED_KEYS[0] (params): key 'params' is already used by row {ROW['params']} (params)",
+            f"RETIRED_KEYS[0] (params): key 'params' is already used by table row {ROW['params']} (params)",
         ),
         (
             TABLE,
