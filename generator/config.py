@@ -26,8 +26,8 @@ _TABLE = (
 SETTINGS: dict[str, tuple[object, str]] = {
     "format": (MODULE, 'format = "shardplan.table.format" (a module name)'),
     "kinds": (MODULE, 'kinds = "shardplan.table.kinds" (a module name)'),
-    "templates": (".+", 'templates = "templates"'),
-    "output": (".+", 'output = "generated"'),
+    "templates": (".*", 'templates = "templates"'),
+    "output": (".*", 'output = "generated"'),
     "outputs": (
         [OUTPUT_NAME.pattern],
         'outputs = ["__init__.py", "freeze.py"] (at least one file, each once, each '

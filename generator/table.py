@@ -97,9 +97,8 @@ class Table:
         return self.role(CROSSES, DERIVED)
 
     def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The crossing rows the rebuild passes to the class, ``(positional, by keyword)``:
-        the class's leading __init__ parameters while each is such a row, by position (a
-        keyword costs the call about 0.05 µs), the rest by keyword, in table order."""
+        """The crossing rows the rebuild passes ``(by position, by keyword)``: the class's
+        leading __init__ parameters by position (a keyword costs a call about 0.05 µs)."""
         passed = {row.name: row for row in self.crossing if not row.post_init}
         positional = []
         for name in self.init_fields:
@@ -128,8 +127,7 @@ class Table:
         return tuple(row.key for row in self.group(group))
 
     def null_keys(self, group: str) -> tuple[str, ...]:
-        """The keys (and older names) of ``group`` that freeze may write null under: strict
-        rebuild reads null there, and refuses it under every other key."""
+        """The keys (and older names) of ``group`` whose null strict rebuild reads: freeze's."""
         rows = [row for row in self.group(group) if self.crossing_of(row).writes_null]
         return tuple(key for row in rows for key in (row.key, *row.aliases))
 
@@ -138,8 +136,7 @@ class Table:
         return tuple(dict.fromkeys(row.within for row in self.keyed if row.within))
 
     def top_level(self) -> tuple[tuple[str, Any], ...]:
-        """The document's top-level keys this table owns, in table order: ``(key, row)`` for
-        a row's own key, ``(container, None)`` for an object holding nested keys."""
+        """The top-level keys this table owns: ``(key, row)``, or ``(container, None)``."""
         found: dict[str, Any] = {}
         for row in self.keyed:
             if row.group in self.top_level_groups:
@@ -151,8 +148,7 @@ class Table:
         return tuple(row for row in self.keyed if row.within == container != "")
 
     def owned_keys(self, container: str) -> tuple[str, ...]:
-        """The top-level (``container`` "") or nested keys the table's rows own: keys,
-        aliases, retired keys and (top level) the containers; the rest rides along."""
+        """The keys at the top level ("") or in ``container`` rows own (others rides along)."""
         places = [
             (within, leaf, row.group)
             for row in self.keyed
@@ -201,8 +197,7 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` (a file, or a package's folders) was imported from, when that is
-    outside ``root``; else None."""
+    """Where ``module`` was imported from, when that is outside ``root``."""
     file = getattr(module, "__file__", None)
     paths = [
         Path(place).resolve() for place in ([file] if file else getattr(module, "__path__", []))
@@ -211,8 +206,7 @@ def _outside(module: ModuleType, root: Path) -> Path | None:
 
 
 def _shown(file: str | None, root: Path, otherwise: str) -> str:
-    """``file`` (absolute) relative to ``root``, as messages and generated code show it;
-    elsewhere, ``otherwise`` (never an absolute path: it differs between machines)."""
+    """``file`` relative to ``root``; elsewhere ``otherwise``, never a machine's own path."""
     path = Path(file or "").resolve()
     inside = Path(file or "").is_absolute() and path.is_relative_to(root)
     return path.relative_to(root).as_posix() if inside else otherwise
@@ -344,8 +338,7 @@ def _row_label(table: str) -> str:
 
 
 def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> None:
-    """Refuse a row or retired key the checks cannot read: a field missing or of another
-    type, or not a dataclass (table_digest reads it as one)."""
+    """Refuse a row or retired key the checks (and table_digest, a dataclass's) cannot read."""
     wrong = [
         name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)
     ]
@@ -357,8 +350,7 @@ def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> Non
 
 
 def _doc_problems(doc: str) -> list[str]:
-    """What a row's doc holds that its one line of fields.md and meta.py cannot show: a line
-    break, or a backslash before a pipe (the template's escaped pipe would break the cell)."""
+    """What one line of fields.md and meta.py cannot show (a template escapes a plain |)."""
     problems = []
     if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
         problems.append(
@@ -374,8 +366,7 @@ def _doc_problems(doc: str) -> list[str]:
 
 
 def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
-    """What is wrong with the row's name: not an identifier, Python's own, a name the class's
-    module binds, or no field of the class (a derived row: a field of it)."""
+    """What is wrong with the row's name, as Python, the class and its module see it."""
     rename = "\n  Rename the field (and its row)."
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return ["name is not a Python identifier.\n  Use the dataclass field's name."]
@@ -407,8 +398,7 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
 
 
 def _key_shape_problems(row: Any, form: Format) -> list[str]:
-    """A top-level key that is no CodegenMeta field name (one level nested at most), nested
-    in a reserved object, or an alias that leaves the object its key lives in."""
+    """A top-level key (a CodegenMeta field, one level nested at most) and its aliases."""
     sep = form.separator
     for key in (row.key, *row.aliases):
         parts = key.split(sep)
@@ -474,8 +464,7 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
 
 
 def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """A field or a top-level key named as an object other rows' keys nest in (a key splits
-    only in a top-level group)."""
+    """A field or a top-level key named as an object other rows' keys nest in."""
     nests = {r.within: r for r in table.rows if r.key and r.within}
     problems = []
     if row.name in nests and role == CROSSES:
@@ -494,8 +483,7 @@ def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | No
 
 
 def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
-    """A retired key without its key or reason, of a group that is not retirable, in an
-    object freeze carries whole, or an object rows still nest keys in."""
+    """A retired key a rebuild could not drop, or without its key, reason or a known group."""
     problems = []
     nests = {r.within for r in table.rows if r.key and r.within}
     if gone.within and gone.within not in nests:
@@ -521,8 +509,7 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
 
 
 def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) -> list[str]:
-    """One row a name; one thing each key an artifact may hold (a row's key, an alias, a
-    retired key), and none the format reserves."""
+    """One row a name, one holder a key (a row's, an alias, a retired one), none reserved."""
     problems = []
     rows = list(enumerate(table.rows, start=1))
     first: dict[str, int] = {}
@@ -563,8 +550,7 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
 
 
 def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
-    """One others row at most; every field of the class has a row (or is filled elsewhere),
-    and filled_elsewhere names fields of it."""
+    """One others row at most, and one row (or filled_elsewhere) each field of the class."""
     problems = []
     others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
@@ -605,8 +591,7 @@ def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
 def _crossing(
     row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
 ) -> tuple[Crossing | None, list[str]]:
-    """A keyed row's crossing, resolved by the kinds against its field and annotation, and
-    what the kinds' laws find wrong with it."""
+    """A keyed row's crossing (by the kinds, from its field), and what their laws refuse."""
     if role not in (CROSSES, DERIVED):
         return None, []
     field = loaded.fields.get(row.name) if role == CROSSES else None
