@@ -44,12 +44,11 @@ class ExitStatus(IntEnum):
 def _require_codegen(command: str) -> None:
     """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
     # Found, not imported: a check whose every source is cached never imports black.
-    for name in ("black", "jinja2"):
-        if importlib.util.find_spec(name) is None:
-            raise GeneratorError(
-                f"{command} needs the codegen extra ({name} is not installed): "
-                "pip install 'specgen[codegen]'"
-            )
+    if missing := [name for name in ("black", "jinja2") if importlib.util.find_spec(name) is None]:
+        raise GeneratorError(
+            f"{command} needs the codegen extra ({missing[0]} is not installed): "
+            "pip install 'specgen[codegen]'"
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
