@@ -238,7 +238,8 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
             places.append((exc.filename or name, exc.lineno or 0))
         shown = [(_shown(file, root, ""), n) for file, n in places]
         where = next((f"{file}:{n}: " for file, n in reversed(shown) if file), "")
-        problem = f"{exc}; fix the file (a merge conflict left behind?) and run again"
+        hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
+        problem = f"{exc}; fix the file{hint} and run again"
         if isinstance(exc, SystemExit):
             problem = f"it called sys.exit({exc.code!r}); it must only define data: remove the exit"
         raise GeneratorError(
