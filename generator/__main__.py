@@ -8,16 +8,29 @@ import importlib.util
 import sys
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import __version__
-from .config import Config, find_root, load_config
+from .config import find_root, load_config
 from .errors import GeneratorError
 
-if TYPE_CHECKING:
-    from .pipeline import Generated
-
+COMMANDS = {
+    "generate": "write the changed files of generated/, all or nothing (the default)",
+    "check": "write nothing; exit 1 on drift, with a unified diff and the fix",
+    "diff": "write nothing; print the unified diff only",
+    "table": "print the field tables as text tables, with their digests",
+}
 GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing means
+# Those, and the old spellings of `check` and `diff` (kept for existing CI steps and hooks),
+# are accepted by every command only to refuse, in words, a combination that means nothing.
+FLAGS = {
+    "--allow-breaking": "accept a table edit that breaks existing artifacts, and record it in "
+    "generated/table.lock.json",
+    "--new-lock": "replace an unusable generated/table.lock.json (conflict markers, garbage, "
+    "deleted): merge both sides of a conflict, else write it anew from the table, keeping "
+    "every break it can read",
+    "--check": "same as `specgen check`",
+    "--diff": "same as `specgen diff`",
+}
 
 
 class ExitStatus(IntEnum):
@@ -31,12 +44,11 @@ class ExitStatus(IntEnum):
 def _require_codegen(command: str) -> None:
     """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
     # Found, not imported: a check whose every source is cached never imports black.
-    for name in ("black", "jinja2"):
-        if importlib.util.find_spec(name) is None:
-            raise GeneratorError(
-                f"{command} needs the codegen extra ({name} is not installed): "
-                "pip install 'specgen[codegen]'"
-            )
+    if missing := [name for name in ("black", "jinja2") if importlib.util.find_spec(name) is None]:
+        raise GeneratorError(
+            f"{command} needs the codegen extra ({missing[0]} is not installed): "
+            "pip install 'specgen[codegen]'"
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,60 +60,37 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--root", type=Path, help="project folder (default: found from the current one)"
     )
-    alias = parser.add_mutually_exclusive_group()  # kept for existing CI steps and hooks
-    alias.add_argument("--check", action="store_true", help="same as `specgen check`")
-    alias.add_argument("--diff", action="store_true", help="same as `specgen diff`")
+    alias = parser.add_mutually_exclusive_group()
+    for flag in ("--check", "--diff"):
+        alias.add_argument(flag, action="store_true", help=FLAGS[flag])
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    helps = {
-        "generate": "write the changed files of generated/, all or nothing (the default)",
-        "check": "write nothing; exit 1 on drift, with a unified diff and the fix",
-        "diff": "write nothing; print the unified diff only",
-        "table": "print the field tables as text tables, with their digests",
-    }
-    for name, help_text in helps.items():
+    for name, help_text in COMMANDS.items():
         command = commands.add_parser(name, help=help_text, description=help_text)
         # SUPPRESS: an option given before the command is not reset by the subparser.
         command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="project folder")
-        # Accepted only to be refused with a clear message (_command).
-        for flag in ("--check", "--diff", *(GENERATE_ONLY if name != "generate" else ())):
-            command.add_argument(
-                flag, action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-            )
-        if name == "generate":
-            command.add_argument(
-                "--allow-breaking",
-                action="store_true",
-                help="accept a table edit that breaks existing artifacts, and record it in "
-                "generated/table.lock.json",
-            )
-            command.add_argument(
-                "--new-lock",
-                action="store_true",
-                help="replace an unusable generated/table.lock.json (conflict markers, garbage, "
-                "deleted): merge both sides of a conflict, else write it anew from the table, "
-                "keeping every break it can read",
-            )
+        for flag, flag_help in FLAGS.items():
+            shown = flag_help if name == "generate" and flag in GENERATE_ONLY else argparse.SUPPRESS
+            command.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=shown)
     return parser
 
 
 def _command(args: argparse.Namespace) -> str:
     """The command to run, refusing combinations that mean nothing."""
-    alias = "--check" if args.check else "--diff" if args.diff else None
+    given = [flag for flag in FLAGS if getattr(args, flag[2:].replace("-", "_"), False)]
     if args.command is None:
-        return {"--check": "check", "--diff": "diff", None: "generate"}[alias]
-    if alias:
-        raise GeneratorError(
-            f"`specgen {args.command} {alias}` means nothing: {alias} is the old spelling of "
-            f"`specgen {alias[2:]}` and takes no command; run `specgen {args.command}` or "
-            f"`specgen {alias[2:]}`"
-        )
-    for flag in GENERATE_ONLY:
-        if args.command != "generate" and hasattr(args, flag[2:].replace("-", "_")):
-            raise GeneratorError(
-                f"`specgen {args.command} {flag}` means nothing: {flag} changes what "
-                f"`specgen generate` writes, and {args.command} writes nothing; run "
-                f"`specgen generate {flag}`"
+        return "check" if args.check else "diff" if args.diff else "generate"
+    for flag in given:
+        if flag in ("--check", "--diff"):
+            why = f"{flag} is the old spelling of `specgen {flag[2:]}` and takes no command"
+            fix = f"`specgen {args.command}` or `specgen {flag[2:]}`"
+        elif args.command != "generate":  # GENERATE_ONLY
+            why = (
+                f"{flag} changes what `specgen generate` writes, and {args.command} writes nothing"
             )
+            fix = f"`specgen generate {flag}`"
+        else:
+            continue
+        raise GeneratorError(f"`specgen {args.command} {flag}` means nothing: {why}; run {fix}")
     return str(args.command)
 
 
@@ -109,75 +98,49 @@ def format_table(config_root: Path) -> str:
     """Every field table as an aligned text table, with its digest."""
     from .pipeline import load_validated_tables  # run() checked the codegen extra
 
-    tables = load_validated_tables(load_config(config_root))
-    header = ("#", "name", "key", "group", "freeze", "rebuild", "post_init")
     out = []
-    for table in tables:
-        rows = [header] + [
+    for table in load_validated_tables(load_config(config_root)):
+        rows = [("#", "name", "key", "group", "freeze", "rebuild", "post_init")] + [
             (str(n), r.name, r.key, r.group, r.freeze, r.rebuild, "yes" if r.post_init else "")
             for n, r in enumerate(table.rows, start=1)
         ]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = [
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+        rows.insert(1, tuple("-" * width for width in widths))
+        lines = ["  ".join(map(str.ljust, row, widths)).rstrip() for row in rows]
         title = f"{table.name} table ({table.source_file}, {table.cls.partition(':')[2]})"
         out.append(f"{title}\n\n" + "\n".join(lines) + f"\n\ntable sha256: {table.digest}\n")
     return "\n".join(out)
 
 
-def _run_command(
-    command: str, root: Path, allow_breaking: bool = False, new_lock: bool = False
-) -> ExitStatus:
-    if command == "table":
-        sys.stdout.write(format_table(root))
-        return ExitStatus.OK
+def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool) -> ExitStatus:
+    from .emit import compare, write  # run() checked the codegen extra
     from .evolution import LockMode
     from .pipeline import generate
 
     config = load_config(root)
-    own = Path(__file__).resolve().parent.parent
-    # The outputs depend on the generator's version as well as on root's tables: where they
-    # differ from what is on disk, say whose generator rendered them.
-    whose = (
-        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s own: "
-        "output that differs may be the generators' difference"
-        if own != root
-        else None
-    )
     generated = generate(config, mode=LockMode.from_command(command, allow_breaking, new_lock))
     for note in generated.notes:
         print(note)
-    if generated.changes:
-        # What the table edit does to artifacts, before the files it changes.
+    if generated.changes:  # what the table edit does to artifacts, before the files it changes
         print(
             f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
         )
+    # The outputs depend on the generator's version as well as on root's tables: where they
+    # differ from what is on disk, say whose generator rendered them.
+    own = Path(__file__).resolve().parent.parent
+    whose = own != root and (
+        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s "
+        "own: output that differs may be the generators' difference"
+    )
     if command in ("check", "diff"):
-        return _compare(command, config, generated, whose)
-    return _write(config, generated, whose)
-
-
-def _compare(command: str, config: Config, generated: Generated, whose: str | None) -> ExitStatus:
-    """check and diff: print the drift; check exits DRIFT on any."""
-    from .emit import compare  # run() checked the codegen extra
-
-    drift = compare(config, generated.files)
-    sys.stdout.write(drift.diff)
-    if command == "check" and drift:
-        print(drift.report(config, bool(generated.changes.breaking)), file=sys.stderr)
-        if whose:
-            print(whose, file=sys.stderr)
-        return ExitStatus.DRIFT
-    return ExitStatus.OK
-
-
-def _write(config: Config, generated: Generated, whose: str | None) -> ExitStatus:
-    """generate: write what changed and say what was written or removed."""
-    from .emit import write  # run() checked the codegen extra
-
+        drift = compare(config, generated.files)
+        sys.stdout.write(drift.diff)
+        if command == "check" and drift:
+            print(drift.report(config, bool(generated.changes.breaking)), file=sys.stderr)
+            if whose:
+                print(whose, file=sys.stderr)
+            return ExitStatus.DRIFT
+        return ExitStatus.OK
     done = write(config, generated.files)
     out = config.output_name
     if done and whose:
@@ -194,15 +157,17 @@ def _write(config: Config, generated: Generated, whose: str | None) -> ExitStatu
 def run(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status (an ExitStatus)."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error it printed (2)
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:
         command = _command(args)
         _require_codegen(command)  # before the project is looked for: what to install first
         root = (args.root or find_root(Path.cwd())).resolve()
+        if command == "table":
+            sys.stdout.write(format_table(root))
+            return ExitStatus.OK
         flags = (getattr(args, "allow_breaking", False), getattr(args, "new_lock", False))
         return _run_command(command, root, *flags)
     except GeneratorError as exc:

@@ -12,12 +12,33 @@ from typing import Any
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-SETTINGS = ("format", "kinds", "templates", "output", "outputs", "tables")
-TABLE_KEYS = ("rows", "retired", "class")
-TABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Output files are named by a plain file name (no folder, no hidden file): Python modules,
 # and the artifact's JSON Schema, field reference and table lock (.json, .md).
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
+MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
+_TABLE = (
+    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
+    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in '
+    "lowercase letters, digits and _)"
+)
+# Each setting's shape (a pattern a text matches whole, [pattern] a list of such texts,
+# dict a table of tables) and how it may read, shown with any message about it.
+SETTINGS: dict[str, tuple[object, str]] = {
+    "format": (MODULE, 'format = "shardplan.table.format" (a module name)'),
+    "kinds": (MODULE, 'kinds = "shardplan.table.kinds" (a module name)'),
+    "templates": (".*", 'templates = "templates"'),
+    "output": (".*", 'output = "generated"'),
+    "outputs": (
+        [OUTPUT_NAME.pattern],
+        'outputs = ["__init__.py", "freeze.py"] (at least one file, each once, each '
+        "rendered from templates/<name>.j2: a name ending in .py, .json or .md, no folder)",
+    ),
+    "tables": (dict, _TABLE),
+}
+TABLE_SETTINGS: dict[str, tuple[object, str]] = {
+    **dict.fromkeys(("rows", "retired", "class"), (TARGET, _TABLE)),
+    "filled_elsewhere": ([r"\w+"], 'filled_elsewhere = ["modules"] (fields another table fills)'),
+}
 
 
 @dataclass(frozen=True)
@@ -130,65 +151,23 @@ def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
     return folder
 
 
-def _outputs(pyproject: Path, value: object) -> tuple[str, ...]:
-    example = '["__init__.py", "freeze.py", "rebuild.py"]'
-    if not isinstance(value, list) or not value:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs must be a non-empty list of the files the "
-            f"generator writes, each from its template <name>.j2, e.g. outputs = {example}"
-        )
-    for name in value:
-        if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
-            raise GeneratorError(
-                f"{pyproject}: {SECTION} outputs: {name!r} is not an output file name "
-                "(a plain file name ending in .py, .json or .md, no folder), "
-                f"e.g. outputs = {example}"
-            )
-    duplicates = sorted({name for name in value if value.count(name) > 1})
-    if duplicates:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs lists {', '.join(duplicates)} more than once; "
-            "list each output once"
-        )
-    return tuple(value)
+def _fits(value: object, shape: object) -> bool:
+    if isinstance(shape, list):
+        return isinstance(value, list) and all(_fits(item, shape[0]) for item in value)
+    if shape is dict:
+        return isinstance(value, dict) and bool(value)
+    return isinstance(value, str) and re.fullmatch(str(shape), value) is not None
 
 
-def _tables(pyproject: Path, value: object) -> tuple[TableConfig, ...]:
-    example = (
-        '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
-        '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec"'
-    )
-    if not isinstance(value, dict) or not value:
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} needs its field tables, one section each, e.g. {example}"
-        )
-    tables = []
-    for name, section in value.items():
-        where = f"{pyproject}: [tool.specgen.tables.{name}]"
-        if not TABLE_NAME.fullmatch(name):
-            raise GeneratorError(f"{where}: a table name is lowercase letters, digits and _")
-        if not isinstance(section, dict):
-            raise GeneratorError(f"{where} must be a table, e.g. {example}")
-        unknown = sorted(set(section) - {*TABLE_KEYS, "filled_elsewhere"})
-        if unknown:
-            raise GeneratorError(
-                f"{where}: unknown setting {unknown[0]!r}; known: {', '.join(TABLE_KEYS)}, "
-                "filled_elsewhere"
-            )
-        for key in TABLE_KEYS:
-            if not isinstance(section.get(key), str) or not re.fullmatch(
-                r"[\w.]+:\w+", section[key]
-            ):
-                raise GeneratorError(f'{where}: {key} must read "package.module:NAME"')
-        filled = section.get("filled_elsewhere", [])
-        if not isinstance(filled, list) or not all(isinstance(f, str) for f in filled):
-            raise GeneratorError(
-                f"{where}: filled_elsewhere must be a list of field names another table fills"
-            )
-        tables.append(
-            TableConfig(name, section["rows"], section["retired"], section["class"], tuple(filled))
-        )
-    return tuple(tables)
+def _check(section: dict[str, Any], shapes: dict[str, tuple[object, str]], where: str) -> None:
+    """Refuse a setting ``shapes`` does not name, or one missing or not of its shape, naming
+    it and showing how it reads."""
+    for key, (shape, example) in shapes.items():
+        if not _fits(section.get(key), shape):
+            wrong = "is missing" if key not in section else f"= {section[key]!r} is not of its form"
+            raise GeneratorError(f"{where} {key} {wrong}; write it like {example}")
+    if unknown := sorted(set(section) - set(shapes)):
+        raise GeneratorError(f"{where} has no setting `{unknown[0]}`: remove it")
 
 
 def load_config(root: Path) -> Config:
@@ -202,26 +181,30 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    for key in SETTINGS[:4]:  # outputs, tables: below
-        if not isinstance(section.get(key), str) or not section[key]:
-            raise GeneratorError(f"{pyproject}: {SECTION} needs a string `{key}`")
-    for key in ("kinds", "format"):
-        if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", section[key]):
-            raise GeneratorError(
-                f'{pyproject}: {SECTION} {key} = "{section[key]}" must be a module name, '
-                'e.g. "shardplan.convert.kinds"'
-            )
+    _check(section, SETTINGS, f"{pyproject}: {SECTION}")
+    outputs = section["outputs"]
+    if not outputs or len(set(outputs)) < len(outputs):
+        raise GeneratorError(
+            f"{pyproject}: {SECTION} outputs = {outputs!r} lists a file twice, or none; write "
+            f"it like {SETTINGS['outputs'][1]}"
+        )
+    tables = []
+    for name, table in section["tables"].items():
+        where = f"{pyproject}: [tool.specgen.tables.{name}]"
+        if not re.fullmatch("[a-z][a-z0-9_]*", name) or not isinstance(table, dict):
+            raise GeneratorError(f"{where}: write each table like {_TABLE}")
+        table = {"filled_elsewhere": [], **table}
+        _check(table, TABLE_SETTINGS, where)
+        filled = tuple(table["filled_elsewhere"])
+        tables.append(TableConfig(name, table["rows"], table["retired"], table["class"], filled))
     project = data.get("project", {})
-    config = Config(
+    return Config(
         root=root,
-        tables=_tables(pyproject, section.get("tables")),
+        tables=tuple(tables),
         format=section["format"],
         kinds=section["kinds"],
         templates=_folder(root, pyproject, "templates", section["templates"]),
         output=_folder(root, pyproject, "output", section["output"]),
-        outputs=_outputs(pyproject, section.get("outputs")),
+        outputs=tuple(outputs),
         black_pin=_black_pin(project if isinstance(project, dict) else {}),
     )
-    if unknown := sorted(set(section) - set(SETTINGS)):
-        raise GeneratorError(f"{pyproject}: {SECTION} has no setting `{unknown[0]}`: remove it")
-    return config

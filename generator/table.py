@@ -12,7 +12,7 @@ import json
 import keyword
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -29,10 +29,20 @@ if TYPE_CHECKING:
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
-ROW_TEXT_FIELDS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
 # What the generator reads of the format module.
 FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
 FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
+# What only a row crossing the artifact under a key holds, beside the key.
+CROSSING_FIELDS = ("freeze", "rebuild", "post_init", "aliases", "written", "absent")
+# Why no field nor top-level key (a CodegenMeta field) may begin with "__".
+_DUNDER = (
+    "begins with two underscores, which Python keeps for itself (__init__, __dict__) and "
+    "mangles in a class body"
+)
+# What every check reads of a row and of a retired key, and its type (aliases: of str).
+_TEXTS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
+_ROW: dict[str, type] = {**dict.fromkeys(_TEXTS, str), "post_init": bool, "aliases": tuple}
+_RETIRED: dict[str, type] = dict.fromkeys(("key", "group", "reason"), str)
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,6 @@ class Table:
     retired: tuple[Any, ...]
     roles: dict[str, str]  # group -> role
     top_level_groups: tuple[str, ...]  # groups whose keys are the document's top-level keys
-    separator: str
     module: str  # the table module, whose table_digest() the staleness guard calls
     source_file: str  # the table's file, relative to the project root
     digest: str  # computed by the table module's own table_digest()
@@ -73,20 +82,23 @@ class Table:
         """The rows of ``group``, in table order."""
         return tuple(row for row in self.rows if row.group == group)
 
-    def role(self, role: str) -> tuple[Any, ...]:
-        """The rows whose group has ``role``, in table order."""
-        return tuple(row for row in self.rows if self.roles[row.group] == role)
+    def role(self, *roles: str) -> tuple[Any, ...]:
+        """The rows whose group has one of ``roles``, in table order."""
+        return tuple(row for row in self.rows if self.roles[row.group] in roles)
 
     @property
     def crossing(self) -> tuple[Any, ...]:
         """Every row that crosses the artifact under a key (its group's role: crosses)."""
         return self.role(CROSSES)
 
+    @property
+    def keyed(self) -> tuple[Any, ...]:
+        """Every row with a key: crossing and derived rows."""
+        return self.role(CROSSES, DERIVED)
+
     def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The crossing rows the rebuild passes to the class, ``(positional, by keyword)``:
-        positional, the class's leading __init__ parameters while each is such a row, in the
-        class's order (a keyword costs the call about 0.05 µs: 0.8 µs a spec of 16); the
-        rest by keyword, in table order. The generated module checks the order on import."""
+        """The crossing rows the rebuild passes ``(by position, by keyword)``: the class's
+        leading __init__ parameters by position (a keyword costs a call about 0.05 µs)."""
         passed = {row.name: row for row in self.crossing if not row.post_init}
         positional = []
         for name in self.init_fields:
@@ -100,30 +112,22 @@ class Table:
         """The fields ``constructed`` passes by position, whose order the module checks."""
         return tuple(row.name for row in self.constructed()[0])
 
-    @property
-    def keyed(self) -> tuple[Any, ...]:
-        """Every row with a key: crossing and derived rows."""
-        return tuple(row for row in self.rows if self.roles[row.group] in (CROSSES, DERIVED))
-
     def label(self, row: Any) -> str:
         """The row as messages name it: its table, its 1-based number and its name."""
-        number = next(n for n, r in enumerate(self.rows, start=1) if r is row)
-        return f"{_row_label(self.name)} {number} ({row.name})"
+        return f"{_row_label(self.name)} {self.rows.index(row) + 1} ({row.name})"
 
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
-        rows = self.group(group)
-        aliases = tuple(alias for row in rows for alias in row.aliases)
+        aliases = tuple(alias for row in self.group(group) for alias in row.aliases)
         retired = tuple(gone.key for gone in self.retired if gone.group == group)
-        return (*(row.key for row in rows), *aliases, *retired)
+        return (*self.own_keys(group), *aliases, *retired)
 
     def own_keys(self, group: str) -> tuple[str, ...]:
         """The keys of ``group``'s rows under their own names: no older name, no retired key."""
         return tuple(row.key for row in self.group(group))
 
     def null_keys(self, group: str) -> tuple[str, ...]:
-        """The keys (and older names) of ``group`` that freeze may write null under: strict
-        rebuild reads null there, and refuses it under every other key."""
+        """The keys (and older names) of ``group`` whose null strict rebuild reads: freeze's."""
         rows = [row for row in self.group(group) if self.crossing_of(row).writes_null]
         return tuple(key for row in rows for key in (row.key, *row.aliases))
 
@@ -132,8 +136,7 @@ class Table:
         return tuple(dict.fromkeys(row.within for row in self.keyed if row.within))
 
     def top_level(self) -> tuple[tuple[str, Any], ...]:
-        """The document's top-level keys this table owns, in table order: ``(key, row)`` for
-        a row's own key, ``(container, None)`` for an object holding nested keys."""
+        """The top-level keys this table owns: ``(key, row)``, or ``(container, None)``."""
         found: dict[str, Any] = {}
         for row in self.keyed:
             if row.group in self.top_level_groups:
@@ -145,8 +148,7 @@ class Table:
         return tuple(row for row in self.keyed if row.within == container != "")
 
     def owned_keys(self, container: str) -> tuple[str, ...]:
-        """The top-level (``container`` "") or nested keys the table's rows own: keys,
-        aliases, retired keys and (top level) the containers; the rest rides along."""
+        """The keys at the top level ("") or in ``container`` rows own (others rides along)."""
         places = [
             (within, leaf, row.group)
             for row in self.keyed
@@ -186,8 +188,7 @@ class LoadedTable:
     config: TableConfig
     rows: tuple[Any, ...]
     retired: tuple[Any, ...]
-    fields: dict[str, bool]  # dataclass field name -> init flag
-    dataclass_fields: dict[str, dataclasses.Field[Any]]  # for the defaults and annotations
+    fields: dict[str, dataclasses.Field[Any]]  # the class's, by name, in its order
     bound: dict[str, str]  # the names the class's module binds itself -> how, for messages
     module: str
     source_file: str
@@ -196,15 +197,19 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``; else None."""
+    """Where ``module`` was imported from, when that is outside ``root``."""
     file = getattr(module, "__file__", None)
-    if file:
-        path = Path(file).resolve()
-        return None if path.is_relative_to(root) else path
-    folders = [Path(folder).resolve() for folder in getattr(module, "__path__", [])]
-    if folders and not any(folder.is_relative_to(root) for folder in folders):
-        return folders[0]
-    return None
+    paths = [
+        Path(place).resolve() for place in ([file] if file else getattr(module, "__path__", []))
+    ]
+    return None if not paths or any(p.is_relative_to(root) for p in paths) else paths[0]
+
+
+def _shown(file: str | None, root: Path, otherwise: str) -> str:
+    """``file`` relative to ``root``; elsewhere ``otherwise``, never a machine's own path."""
+    path = Path(file or "").resolve()
+    inside = Path(file or "").is_absolute() and path.is_relative_to(root)
+    return path.relative_to(root).as_posix() if inside else otherwise
 
 
 def import_module(name: str, root: Path, what: str) -> ModuleType:
@@ -214,46 +219,33 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
     # A module this process imported before (a caller that imported another checkout's
     # package, then ran specgen in-process) is handed back as it is, whatever the path says.
     parts = name.split(".")
-    before = {
-        held: sys.modules[held]
-        for held in (".".join(parts[: n + 1]) for n in range(len(parts)))
-        if held in sys.modules and _outside(sys.modules[held], root) is not None
-    }
-    if before:
-        held, module = next(iter(before.items()))
-        raise GeneratorError(
-            f"the {what} module {name!r} cannot be imported from the project {root}: this "
-            f"process already imported {held!r} from {_outside(module, root)}, another "
-            "checkout. Run specgen in a fresh process (`python -m generator --root ...`) "
-            "with this project's environment."
-        )
+    for held in (".".join(parts[: n + 1]) for n in range(len(parts))):
+        if held in sys.modules and (elsewhere := _outside(sys.modules[held], root)):
+            raise GeneratorError(
+                f"the {what} module {name!r} cannot be imported from the project {root}: this "
+                f"process already imported {held!r} from {elsewhere}, another checkout. Run "
+                "specgen in a fresh process (`python -m generator --root ...`) with this "
+                "project's environment."
+            )
     try:
         importing(name)
         module = importlib.import_module(name)
         imported(name)
-    except SystemExit as exc:  # user code may call sys.exit(); that must not end specgen
-        raise GeneratorError(
-            f"importing the {what} module {name!r} called sys.exit({exc.code!r}); "
-            "it must only define data: remove the exit from the module's top level"
-        ) from None
-    except SyntaxError as exc:
-        where = Path(exc.filename or name).resolve()
-        shown = where.relative_to(root).as_posix() if where.is_relative_to(root) else where
-        raise GeneratorError(
-            f"{shown}:{exc.lineno}: {exc.msg} (importing the {what} module {name!r}); "
-            "fix the file (a merge conflict left behind?) and run again"
-        ) from None
-    except Exception as exc:  # the table module is user code: report, never traceback
+    except (SystemExit, Exception) as exc:  # user code: report, never traceback nor exit
         # The deepest line of the project's own files, where the bad value is written.
-        places = [(Path(f.f_code.co_filename), n) for f, n in traceback.walk_tb(exc.__traceback__)]
-        lines = [
-            f"{p.relative_to(root).as_posix()}:{n}: " for p, n in places if p.is_relative_to(root)
-        ]
+        places = [(f.f_code.co_filename, n) for f, n in traceback.walk_tb(exc.__traceback__)]
+        if isinstance(exc, SyntaxError):
+            places.append((exc.filename or name, exc.lineno or 0))
+        shown = [(_shown(file, root, ""), n) for file, n in places]
+        where = next((f"{file}:{n}: " for file, n in reversed(shown) if file), "")
+        hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
+        problem = f"{exc}; fix the file{hint} and run again"
+        if isinstance(exc, SystemExit):
+            problem = f"it called sys.exit({exc.code!r}); it must only define data: remove the exit"
         raise GeneratorError(
-            f"{(lines or [''])[-1]}cannot import the {what} module {name!r}: {exc}"
+            f"{where}cannot import the {what} module {name!r}: {problem}"
         ) from None
-    elsewhere = _outside(module, root)
-    if elsewhere is not None:
+    if elsewhere := _outside(module, root):
         raise GeneratorError(
             f"the {what} module {name!r} was imported from {elsewhere}, outside the project "
             f"{root}: another checkout comes first on the path (PYTHONPATH, or an editable "
@@ -289,8 +281,7 @@ def load_format(config: Config) -> Format:
                 f"{table.setting}: the format module {config.format} declares no groups for "
                 f"table {table.name!r} in TABLE_GROUPS: add them, or rename the table"
             )
-        unknown = [g for g in groups[table.name] if g not in roles]
-        if unknown:
+        if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
     return Format(
         groups=groups,
@@ -322,30 +313,20 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
             f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
             "guard of generated code calls it on import"
         )
-    path = Path(getattr(table_module, "__file__", "") or table_module.__name__).resolve()
-    root = config.root.resolve()  # outside it: the module's name, never an absolute path
-    source_file = (
-        path.relative_to(root).as_posix() if path.is_relative_to(root) else table_module.__name__
-    )
+    cls_module = sys.modules[cls.__module__]  # its own names a field would hide
+    shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
+    tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
     return LoadedTable(
         config=table,
-        bound=_bound_names(sys.modules[cls.__module__], config.root.resolve()),
+        bound=bound_names(tree, shown),
         rows=tuple(rows),
         retired=tuple(retired),
-        fields={f.name: f.init for f in dataclasses.fields(cls)},
-        dataclass_fields={f.name: f for f in dataclasses.fields(cls)},
+        fields={f.name: f for f in dataclasses.fields(cls)},
         module=table_module.__name__,
-        source_file=source_file,
+        source_file=_shown(table_module.__file__, config.root, table_module.__name__),
         digest=digest,
         cls=cls,
     )
-
-
-def _bound_names(module: ModuleType, root: Path) -> dict[str, str]:
-    """The names the class's module binds itself, each with how (kinds.bound_names)."""
-    file = Path(module.__file__ or "").resolve()
-    shown = file.relative_to(root).as_posix() if file.is_relative_to(root) else module.__name__
-    return bound_names(ast.parse(file.read_text(encoding="utf-8")), shown)
 
 
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
@@ -357,92 +338,20 @@ def _row_label(table: str) -> str:
     return "table row" if table == "spec" else f"table {table!r} row"
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def _check_row_types(where: str, raw: Any) -> None:
-    try:
-        values = [getattr(raw, name) for name in (*ROW_TEXT_FIELDS, "post_init", "aliases")]
-    except AttributeError as exc:
-        raise GeneratorError(f"{where}: {exc}; every row must be a SpecField") from None
-    *texts, post_init, aliases = values
-    if (
-        not dataclasses.is_dataclass(raw)
-        or not all(isinstance(value, str) for value in texts)
-        or not isinstance(post_init, bool)
-        or not isinstance(aliases, tuple)
-        or not all(isinstance(alias, str) for alias in aliases)
-    ):
-        raise GeneratorError(
-            f"{where}: name, key, group, freeze, rebuild, doc, written and absent must be str, "
-            "post_init a bool and aliases a tuple of str (a SpecField row)"
-        )
-
-
-def _key_shape_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
-    if row.group not in form.top_level:
-        return []
-    problems = []
-    for key in (row.key, *row.aliases):
-        parts = key.split(form.separator)
-        if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-            problems.append(
-                f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
-                f"two of them joined by {form.separator!r} (a key nested one level, "
-                f'"container{form.separator}key").\n  Choose another key.'
-            )
-            return problems
-        if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
-            problems.append(
-                f"key {key!r} names a field of CodegenMeta, and Python keeps names beginning "
-                "with two underscores for itself (__init__, __dict__) and mangles them in a "
-                "class body.\n  Choose another key."
-            )
-            return problems
-    reserved = form.reserved.get(row.group, {})
-    if row.within in reserved:
-        problems.append(
-            f"key {row.key!r} nests in {row.within!r}, which the artifact format reserves: "
-            f"{reserved[row.within]}.\n  Choose another object, or a top-level key."
-        )
-    for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
-        if within != row.within:
-            here = f"in {row.within!r}" if row.within else "at the top level"
-            problems.append(
-                f"alias {alias!r} leaves the object the key lives in ({here}): an alias is an "
-                "older name of the same key in the same object.\n  Write the alias "
-                + (f'"{row.within}{form.separator}<old name>".' if row.within else "without a dot.")
-            )
-    return problems
-
-
-def _container_problems(table: LoadedTable, form: Format, label: str) -> list[str]:
-    """A top-level key that is also the object other rows' keys nest in: value and object."""
-    rows = [row for row in table.rows if row.group in form.top_level and row.key]
-    containers = {row.within: row for row in rows if row.within}
-    problems = []
-    for number, row in enumerate(table.rows, start=1):
-        if row.name in containers and form.roles.get(row.group) == CROSSES:
-            problems.append(
-                f"{label} {number} ({row.name}): the field and the object "
-                f"{containers[row.name].within!r} other rows nest keys in would share a name in "
-                "the generated rebuild.\n  Rename the field (and its row), or the object."
-            )
-        if row in rows and not row.within and row.key in containers:
-            nested = containers[row.key]
-            problems.append(
-                f"{label} {number} ({row.name}): key {row.key!r} is also the object row "
-                f"{table.rows.index(nested) + 1} ({nested.name}) nests {nested.key!r} in.\n"
-                "  A top-level key is a value or an object of nested keys: choose another key."
-            )
-    return problems
+def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> None:
+    """Refuse a row or retired key the checks (and table_digest, a dataclass's) cannot read."""
+    wrong = [
+        name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)
+    ]
+    if not wrong and not all(isinstance(alias, str) for alias in getattr(raw, "aliases", ())):
+        wrong = ["aliases"]
+    if wrong or not dataclasses.is_dataclass(raw):
+        what = f"{', '.join(wrong)} missing or of another type" if wrong else "not a dataclass"
+        raise GeneratorError(f"{where}: {what}; every entry must be a {kind}")
 
 
 def _doc_problems(doc: str) -> list[str]:
-    """What a row's doc holds that its one line of fields.md and meta.py cannot show: a line
-    break, or a backslash before a pipe (the template's escaped pipe would break the cell)."""
+    """What one line of fields.md and meta.py cannot show (a template escapes a plain |)."""
     problems = []
     if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
         problems.append(
@@ -458,32 +367,30 @@ def _doc_problems(doc: str) -> list[str]:
 
 
 def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
-    """What is wrong with the row's name: not an identifier, Python's own, a name the class's
-    module binds, or no field of the class (a derived row: a field of it)."""
+    """What is wrong with the row's name, as Python, the class and its module see it."""
+    rename = "\n  Rename the field (and its row)."
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return ["name is not a Python identifier.\n  Use the dataclass field's name."]
     if row.name.startswith("__"):
+        return [f"name {_DUNDER}.{rename}"]
+    if role == DERIVED and row.name in table.fields:
         return [
-            "name begins with two underscores, which Python keeps for itself (__init__, "
-            "__dict__) and mangles in a class body.\n  Rename the field (and its row)."
-        ]
-    if role != DERIVED and row.name in table.bound:
-        return [
-            f"name {row.name!r} shadows a name the class's module binds itself ({table.bound[row.name]}): "
-            "a field of that name hides it in the class body.\n  Rename the field (and its row)."
+            f"a {row.group} row is computed by freeze and names no field, but the class has "
+            f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
         ]
     if role == DERIVED:
-        if row.name in table.fields:
-            return [
-                f"a {row.group} row is computed by freeze and names no field, but the class has "
-                f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
-            ]
-    elif row.name not in table.fields:
+        return []
+    if row.name in table.bound:
+        return [
+            f"name {row.name!r} shadows a name the class's module binds itself "
+            f"({table.bound[row.name]}): a field of that name hides it in the class body.{rename}"
+        ]
+    if row.name not in table.fields:
         return [
             f"the {table.config.name} class has no field {row.name!r}.\n"
             "  Add the field to the dataclass, or remove the row."
         ]
-    elif row.name in table.config.filled_elsewhere:
+    if row.name in table.config.filled_elsewhere:
         return [
             f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
             "  Remove the row, or the field from filled_elsewhere."
@@ -491,205 +398,160 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
     return []
 
 
-def _keyless_problems(row: Any, role: str) -> list[str]:
-    """An exempt or others row: no key nor kinds; the others row documented."""
+def _key_shape_problems(row: Any, form: Format) -> list[str]:
+    """A top-level key (a CodegenMeta field, one level nested at most) and its aliases."""
+    sep = form.separator
+    for key in (row.key, *row.aliases):
+        parts = key.split(sep)
+        if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+            return [
+                f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
+                f'two of them joined by {sep!r} (a key nested one level, "container{sep}key").'
+                "\n  Choose another key."
+            ]
+        if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
+            return [
+                f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another key."
+            ]
     problems = []
-    if any((row.key, row.freeze, row.rebuild, row.post_init, row.aliases, row.written, row.absent)):
-        what = (
-            "an exempt row never crosses the artifact"
-            if role == EXEMPT
-            else f"the {row.group} row carries the keys no row owns, as they are"
-        )
+    reserved = form.reserved.get(row.group, {})
+    if row.within in reserved:
         problems.append(
-            f'{what}, so key, freeze, rebuild, written and absent must be "", aliases '
-            "empty and post_init False.\n  Clear them, or move the row to a group that crosses the artifact "
-            "under a key."
+            f"key {row.key!r} nests in {row.within!r}, which the artifact format reserves: "
+            f"{reserved[row.within]}.\n  Choose another object, or a top-level key."
         )
-    if role == OTHERS and not row.doc.strip():
-        problems.append('the row needs a one-line doc for the field reference.\n  Set doc="...".')
-    return problems + _doc_problems(row.doc)
+    for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
+        if within != row.within:
+            here = f"in {row.within!r}" if row.within else "at the top level"
+            problems.append(
+                f"alias {alias!r} leaves the object the key lives in ({here}): an alias is an "
+                "older name of the same key in the same object.\n  Write the alias "
+                + (f'"{row.within}{sep}<old name>".' if row.within else "without a dot.")
+            )
+    return problems
 
 
-def _post_init_problems(row: Any, table: LoadedTable, role: str) -> list[str]:
-    """A crossing row whose post_init disagrees with its field's init."""
-    init = table.fields.get(row.name) if role != DERIVED else None
-    if init is None or row.post_init != init:
-        return []
-    fix = (
-        "Set post_init=True (the rebuild sets it after construction), or make the field init=True."
-        if not init
-        else "Set post_init=False, or declare the field with field(init=False)."
-    )
-    return [f"post_init={row.post_init} but the dataclass field has init={init}.\n  {fix}"]
-
-
-def _row_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
+def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
+    """What one row's fields, its field of the class and the format find wrong with it."""
+    problems = _name_problems(row, table, role) + _doc_problems(row.doc)
     groups = form.groups[table.config.name]
-    role = form.roles.get(row.group) if row.group in groups else None
-    problems = _name_problems(row, table, role)
     if role is None:
-        problems.append(
-            f"unknown group {row.group!r}.\n  Known groups: {', '.join(groups)}."
-            + _did_you_mean(row.group, groups)
-        )
-        return problems
+        close = [f" Did you mean {g!r}?" for g in difflib.get_close_matches(row.group, groups, 1)]
+        known = f"Known groups: {', '.join(groups)}.{''.join(close)}"
+        return [*problems, f"unknown group {row.group!r}.\n  {known}"]
     if role in (EXEMPT, OTHERS):
-        return problems + _keyless_problems(row, role)
-    if not row.doc.strip():
+        if any(getattr(row, name) for name in ("key", *CROSSING_FIELDS)):
+            problems.append(
+                f"a row of group {row.group!r} has no key of its own, so key, freeze, rebuild, "
+                'written and absent must be "", aliases empty and post_init False.\n  Clear '
+                "them, or move the row to a group that crosses the artifact under a key."
+            )
+    elif not row.key:
+        problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
+    elif row.group in form.top_level:
+        problems += _key_shape_problems(row, form)
+    if role != EXEMPT and not row.doc.strip():
         problems.append(
             "a row that crosses the artifact needs a one-line doc: the schema and the field "
             'reference show it.\n  Set doc="...".'
         )
-    problems += _doc_problems(row.doc)
-    if not row.key:
-        problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
-    elif row.key in form.reserved.get(row.group, {}):
+    field = table.fields.get(row.name) if role == CROSSES else None
+    if field is not None and row.post_init == field.init:  # post_init: set after construction
         problems.append(
-            f"key {row.key!r} is reserved by the artifact format in {row.group}: "
-            f"{form.reserved[row.group][row.key]}.\n  Choose another key."
+            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  Set "
+            f"post_init={not row.post_init}, or declare the field with field(init={row.post_init})."
         )
-    return problems + _key_shape_problems(row, table, form) + _post_init_problems(row, table, role)
-
-
-def _claim(key: str, holder: str, group: str, owner: dict[str, str], form: Format) -> list[str]:
-    """``holder`` takes ``key`` in ``owner`` (key -> what holds it, for the message), unless
-    the format reserves it or another holds it."""
-    if key in form.reserved.get(group, {}):
-        return [
-            f"{holder}: key {key!r} is reserved by the artifact format in {group}: "
-            f"{form.reserved[group][key]}.\n  Choose another key."
-        ]
-    if key in owner:
-        return [
-            f"{holder}: key {key!r} is already {owner[key]}.\n"
-            "  A key names one field: choose another, or drop the alias or retirement."
-        ]
-    owner[key] = holder.replace("table row", "used by row")
-    return []
-
-
-def _key_problems(table: LoadedTable, form: Format, retired_name: str) -> list[str]:
-    """Every key an artifact may hold (current keys, aliases, retired keys) names one thing."""
-    problems: list[str] = []
-    owner: dict[str, str] = {}
-    for number, row in enumerate(table.rows, start=1):
-        if row.key:
-            owner.setdefault(row.key, f"used by row {number} ({row.name})")
-    for number, row in enumerate(table.rows, start=1):
-        for alias in row.aliases:
-            if not alias:
-                problems.append(f"table row {number} ({row.name}): an alias is empty.")
-            else:
-                problems += _claim(
-                    alias, f"table row {number} ({row.name}) alias", row.group, owner, form
-                )
-    for index, gone in enumerate(table.retired):
-        holder = f"{retired_name}[{index}] ({gone.key})"
-        problems += _retired_problems(gone, holder, table, form)
-        if gone.key and gone.reason.strip():
-            problems += _claim(gone.key, holder, gone.group, owner, form)
     return problems
 
 
-def _retired_problems(gone: Any, holder: str, table: LoadedTable, form: Format) -> list[str]:
-    """A retired key in an object freeze carries whole, or retiring an object rows nest
-    keys in; one of a group that is not retirable, or without its key or reason."""
+def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
+    """A field or a top-level key named as an object other rows' keys nest in."""
+    nests = {r.within: r for r in table.rows if r.key and r.within}
     problems = []
-    # Freeze carries an object no row nests a key in whole (the others row): a key retired
-    # inside it would never be dropped.
-    rows = table.rows
-    containers = {row.within for row in rows if row.key and row.group in form.top_level}
-    if gone.group in form.top_level and gone.within not in containers | {""}:
+    if row.name in nests and role == CROSSES:
         problems.append(
-            f"{holder}: no row's key nests in {gone.within!r}, so freeze carries that "
-            f"object whole and the retirement would drop nothing.\n  Retire "
-            f"{gone.within!r} itself, or a key a row nests in it."
+            f"the field and the object {row.name!r} other rows nest keys in would share a name "
+            "in the generated rebuild.\n  Rename the field (and its row), or the object."
         )
-    elif gone.group in form.top_level and gone.key in containers:
+    if row.group in form.top_level and row.key in nests and not row.within:
+        nested = nests[row.key]
         problems.append(
-            f"{holder}: rows nest their keys in {gone.key!r}, which freeze still writes."
+            f"key {row.key!r} is also the object row {table.rows.index(nested) + 1} "
+            f"({nested.name}) nests {nested.key!r} in.\n  A top-level key is a value or an "
+            "object of nested keys: choose another key."
+        )
+    return problems
+
+
+def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
+    """A retired key a rebuild could not drop, or without its key, reason or a known group."""
+    problems = []
+    nests = {r.within for r in table.rows if r.key and r.within}
+    if gone.within and gone.within not in nests:
+        problems.append(
+            f"no row's key nests in {gone.within!r}, so freeze carries that object whole and "
+            f"the retirement would drop nothing.\n  Retire {gone.within!r} itself, or a key a "
+            "row nests in it."
+        )
+    elif gone.group in form.top_level and gone.key in nests:
+        problems.append(
+            f"rows nest their keys in {gone.key!r}, which freeze still writes."
             "\n  Retire the nested keys that are gone, not the object."
         )
     groups = [g for g in form.groups[table.config.name] if g in form.retirable]
     if gone.group not in groups:
         problems.append(
-            f"{holder}: group must be one of {', '.join(map(repr, groups))}, where the key "
+            f"group must be one of {', '.join(map(repr, groups))}, where the key "
             f"was written, not {gone.group!r}."
         )
     if not gone.key or not gone.reason.strip():
-        problems.append(f"{holder}: a retired key needs its key and a reason.")
+        problems.append("a retired key needs its key and a reason.")
     return problems
 
 
-def _check_retired_types(table: LoadedTable, retired_name: str) -> None:
-    for index, raw in enumerate(table.retired):
-        at = f"{retired_name}[{index}]"
-        try:
-            values = (raw.key, raw.group, raw.reason)
-        except AttributeError as exc:
-            raise GeneratorError(f"{at}: {exc}; every entry must be a RetiredKey") from None
-        if not all(isinstance(value, str) for value in values):
-            raise GeneratorError(f"{at}: key, group and reason must be str")
-
-
-def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
-    """Each field's annotation, resolved once a table by the kinds module (the third law
-    holds each row's kinds to it); none for a table without its class (tests)."""
-    if loaded.cls is None:
-        return {}
-    try:
-        return kinds.field_types(loaded.cls)
-    except Exception as exc:  # the class is user code: report, never traceback
-        raise GeneratorError(
-            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): "
-            "annotate each field with a type its module (or an alias there) names"
-        ) from None
-
-
-def _crossing(
-    row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
-) -> tuple[Crossing | None, list[str]]:
-    """A crossing or derived row's crossing, resolved by the kinds against its field and
-    annotation, and what the kinds' laws find wrong with it."""
-    if role not in (CROSSES, DERIVED):
-        return None, []
-    field = loaded.dataclass_fields.get(row.name) if role == CROSSES else None
-    try:
-        crossing = kinds.resolve(row, field, hints.get(row.name, Any))
-    except kinds.error as exc:
-        return None, [str(exc)]
-    if field is not None and (crossing.broken_law or crossing.broken_type):
-        return crossing, [kinds.law_problem(row, field, crossing)]
-    return crossing, []
-
-
-def _repeat_problems(rows: tuple[Any, ...], label: str) -> list[str]:
-    """A name or key that an earlier row already has."""
-    problems: list[str] = []
-    first_by_name: dict[str, int] = {}
-    first_by_key: dict[str, tuple[int, str]] = {}
-    for number, row in enumerate(rows, start=1):
-        where = f"{label} {number} ({row.name})"
-        if row.name in first_by_name:
+def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) -> list[str]:
+    """One row a name, one holder a key (a row's, an alias, a retired one), none reserved."""
+    problems = []
+    rows = list(enumerate(table.rows, start=1))
+    first: dict[str, int] = {}
+    for number, row in rows:
+        if first.setdefault(row.name, number) != number:
             problems.append(
-                f"{where}: name {row.name!r} already has row {first_by_name[row.name]}.\n"
-                "  Each field has exactly one row: remove one of them."
+                f"{label} {number} ({row.name}): name {row.name!r} already has row "
+                f"{first[row.name]}.\n  Each field has exactly one row: remove one of them."
             )
-        first_by_name.setdefault(row.name, number)
-        if row.key and row.key in first_by_key:
-            first, first_name = first_by_key[row.key]
+    claims = [(f"{label} {n} ({row.name})", row.key, row.group) for n, row in rows if row.key]
+    claims += [
+        (f"{label} {n} ({row.name}) alias", alias, row.group)
+        for n, row in rows
+        for alias in row.aliases
+    ]
+    claims += [
+        (f"{retired}[{index}] ({gone.key})", gone.key, gone.group)
+        for index, gone in enumerate(table.retired)
+        if gone.key and gone.reason.strip()
+    ]
+    owner: dict[str, str] = {}
+    for where, key, group in claims:
+        if not key:
+            problems.append(f"{where}: the alias is empty.\n  Write the older key, or remove it.")
+        elif key in form.reserved.get(group, {}):
             problems.append(
-                f"{where}: key {row.key!r} is already used by row {first} ({first_name}).\n"
-                "  Frozen keys must be unique: choose another key."
+                f"{where}: key {key!r} is reserved by the artifact format in {group}: "
+                f"{form.reserved[group][key]}.\n  Choose another key."
             )
-        elif row.key:
-            first_by_key[row.key] = (number, row.name)
+        elif key in owner:
+            problems.append(
+                f"{where}: key {key!r} is already used by {owner[key]}.\n  A key names one "
+                "field: choose another key, or drop the alias or retirement."
+            )
+        else:
+            owner[key] = where
     return problems
 
 
 def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
-    """One others row at most; every field of the class has a row (or is filled elsewhere),
-    and filled_elsewhere names fields of it."""
+    """One others row at most, and one row (or filled_elsewhere) each field of the class."""
     problems = []
     others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
@@ -714,14 +576,44 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     return problems
 
 
+def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
+    """Each field's annotation, resolved once a table (none for a table without its class)."""
+    if loaded.cls is None:
+        return {}
+    try:
+        return kinds.field_types(loaded.cls)
+    except Exception as exc:  # the class is user code: report, never traceback
+        raise GeneratorError(
+            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): "
+            "annotate each field with a type its module (or an alias there) names"
+        ) from None
+
+
+def _crossing(
+    row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
+) -> tuple[Crossing | None, list[str]]:
+    """A keyed row's crossing (by the kinds, from its field), and what their laws refuse."""
+    if role not in (CROSSES, DERIVED):
+        return None, []
+    field = loaded.fields.get(row.name) if role == CROSSES else None
+    try:
+        crossing = kinds.resolve(row, field, hints.get(row.name, Any))
+    except kinds.error as exc:
+        return None, [str(exc)]
+    if field is not None and (crossing.broken_law or crossing.broken_type):
+        return crossing, [kinds.law_problem(row, field, crossing)]
+    return crossing, []
+
+
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
     label = _row_label(name)
-    retired_name = loaded.config.retired.partition(":")[2]
+    retired = loaded.config.retired.partition(":")[2]
     for number, raw in enumerate(loaded.rows, start=1):
-        _check_row_types(f"{label} {number}", raw)
-    _check_retired_types(loaded, retired_name)
+        _check_shape(f"{label} {number}", raw, _ROW, "SpecField")
+    for index, raw in enumerate(loaded.retired):
+        _check_shape(f"{retired}[{index}]", raw, _RETIRED, "RetiredKey")
     problems: list[str] = []
     crossings: dict[str, Crossing] = {}
     hints = _field_types(loaded, kinds)
@@ -730,12 +622,12 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         crossing, wrong = _crossing(row, loaded, kinds, role, hints)
         if crossing is not None:
             crossings[row.name] = crossing
-        found = _row_problems(row, loaded, form) + wrong
-        problems += [f"{label} {number} ({row.name}): {p}" for p in found]
-    problems += _repeat_problems(loaded.rows, label)
-    problems += _coverage_problems(loaded, form)
-    problems += _container_problems(loaded, form, label)
-    problems += _key_problems(loaded, form, retired_name)
+        found = _row_problems(row, loaded, form, role) + _nesting_problems(row, loaded, form, role)
+        problems += [f"{label} {number} ({row.name}): {p}" for p in found + wrong]
+    for index, gone in enumerate(loaded.retired):
+        found = _retired_problems(gone, loaded, form)
+        problems += [f"{retired}[{index}] ({gone.key}): {p}" for p in found]
+    problems += _claim_problems(loaded, form, label, retired) + _coverage_problems(loaded, form)
     if problems:
         raise GeneratorError("\n".join(problems))
     return Table(
@@ -744,11 +636,10 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         retired=loaded.retired,
         roles={g: form.roles[g] for g in form.groups[name]},
         top_level_groups=form.top_level,
-        separator=form.separator,
         module=loaded.module,
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
         cls=loaded.config.cls,
         crossings=crossings,
-        init_fields=tuple(name for name, init in loaded.fields.items() if init),
+        init_fields=tuple(name for name, field in loaded.fields.items() if field.init),
     )

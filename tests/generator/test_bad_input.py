@@ -78,7 +78,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "duplicate key": (
         edit_table('SpecField("in_dst", "in_dst"', 'SpecField("in_dst", "in_src"'),
-        f"table row {ROW['in_dst']} (in_dst): key 'in_src' is already used by row "
+        f"table row {ROW['in_dst']} (in_dst): key 'in_src' is already used by table row "
         f"{ROW['in_src']} (in_src)",
     ),
     "spec field with no row": (
@@ -118,14 +118,15 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'SpecField("_is_terminal", "", GROUP_EXEMPT)',
             'SpecField("_is_terminal", "terminal", GROUP_EXEMPT)',
         ),
-        f"table row {ROW['_is_terminal']} (_is_terminal): an exempt row never crosses the artifact",
+        f"table row {ROW['_is_terminal']} (_is_terminal): a row of group 'exempt' has no key of "
+        "its own",
     ),
     "exempt row with kinds": (
         edit_table(
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT)',
             'SpecField("_needs_cp_attn", "", GROUP_EXEMPT, "scalar")',
         ),
-        f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): an exempt row never crosses",
+        f"table row {ROW['_needs_cp_attn']} (_needs_cp_attn): a row of group 'exempt' has no key",
     ),
     "post_init flag missing for an init=False field": (
         edit_table(
@@ -163,8 +164,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "table module that does not import": (
         edit_table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"] +'),
         f"shardplan/table/spec_fields.py:{line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS')}: "
-        "invalid syntax (importing the table module "
-        "'shardplan.table.spec_fields'); fix the file",
+        "cannot import the table module 'shardplan.table.spec_fields': invalid syntax "
+        "(spec_fields.py, line",
     ),
     "template with an undefined name": (
         edit_replace(
@@ -202,7 +203,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "outputs not declared": (
         edit_replace("pyproject.toml", "\noutputs = [", "\nnot_outputs = ["),
-        "[tool.specgen] outputs must be a non-empty list of the files the generator writes",
+        "[tool.specgen] outputs is missing; write it like outputs = [",
     ),
     "template that is not UTF-8": (
         edit_append("templates/freeze.py.j2", b"# caf\xe9\n"),
@@ -227,8 +228,9 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'GROUPS = TABLE_GROUPS["spec"]',
             'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)',
         ),
-        "importing the table module 'shardplan.table.spec_fields' called sys.exit(3); it must only "
-        "define data: remove the exit from the module's top level",
+        f"shardplan/table/spec_fields.py:{line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS') + 1}: "
+        "cannot import the table module 'shardplan.table.spec_fields': it called sys.exit(3); "
+        "it must only define data: remove the exit",
     ),
     "missing templates folder": (
         edit_write("templates", None),

@@ -303,7 +303,6 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
         retired=retired,
         roles={group: GROUP_ROLES[group] for group in TABLE_GROUPS["spec"]},
         top_level_groups=(),
-        separator=".",
         module="t",
         source_file="t.py",
         digest="d" * 64,
@@ -406,13 +405,13 @@ IN_DST_ROW = (
                 '"named_placements", "named_placements",',
                 '"named_placements", "named_placements", aliases=("in_src",),',
             ),
-            f"alias: key 'in_src' is already used by row {ROW['in_src']} (in_src)",
+            f"alias: key 'in_src' is already used by table row {ROW['in_src']} (in_src)",
         ),
         (
             TABLE,
             NO_RETIRED,
             'RETIRED_KEYS: tuple[RetiredKey, ...] = (RetiredKey("params", "param_plan", "r"),)',
-            f"RETIRED_KEYS[0] (params): key 'params' is already used by row {ROW['params']} (params)",
+            f"RETIRED_KEYS[0] (params): key 'params' is already used by table row {ROW['params']} (params)",
         ),
         (
             TABLE,

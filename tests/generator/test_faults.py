@@ -32,7 +32,10 @@ def test_conflict_markers_in_the_spec_module_name_the_file_and_line(
     path.write_text("".join(lines[:line] + [CONFLICT] + lines[line:]))
     before = snapshot(repo_copy / "generated")
     result = run_specgen(repo_copy, command)
-    assert_one_message(result, f"{SPEC}:{line + 1}: invalid syntax")
+    assert_one_message(
+        result,
+        f"{SPEC}:{line + 1}: cannot import the class module 'shardplan.table.spec': invalid syntax",
+    )
     assert snapshot(repo_copy / "generated") == before
 
 

@@ -191,6 +191,6 @@ def test_a_plan_key_python_keeps_exits_2_and_writes_nothing(repo_copy: Path) -> 
         for index, key in enumerate(keys):
             assert (
                 f"table 'plan' row {others + index} (probe_{index}): key {key!r} names a field "
-                "of CodegenMeta, and Python keeps names beginning with two underscores"
+                "of CodegenMeta and begins with two underscores, which Python keeps"
             ) in result.stderr, result.stderr
     assert snapshot(repo_copy / "generated") == before

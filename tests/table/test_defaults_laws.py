@@ -96,7 +96,7 @@ def _verdict(row: SpecField, field: dataclasses.Field[Any]) -> str:
     # The probe row alone, of a class holding the probe field alone (annotated Any: the
     # type law is tests/table/test_typed_values.py's): the verdict is the row's, and cheap.
     trial = dataclasses.replace(
-        loaded, rows=(row,), fields={NAME: True}, dataclass_fields={NAME: field}, cls=None
+        loaded, rows=(row,), fields={NAME: field}, cls=None
     )
     try:
         validate(trial, facts, form)

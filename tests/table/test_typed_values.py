@@ -208,8 +208,7 @@ def _verdict(annotation: Any, freeze: str, rebuild: str) -> str:
     trial = dataclasses.replace(
         loaded,
         rows=(row,),
-        fields={"recompute": True},
-        dataclass_fields={"recompute": dataclasses.fields(probe)[0]},
+        fields={"recompute": dataclasses.fields(probe)[0]},
         cls=probe,
     )
     try:
