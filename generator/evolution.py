@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from .config import Config
@@ -26,35 +25,20 @@ from .lockfile import (
 )
 from .table import Table, Tables
 
-
-class Effect(Enum):
-    """What a table edit does to artifacts written before it; the value names the list of
-    ``Changes`` that holds such an edit."""
-
-    BREAKING = "breaking"
-    BYTES = "bytes"
-    COMPATIBLE = "compatible"
-
-    @property
-    def title(self) -> str:
-        """How the command line heads the edits of this effect."""
-        return "changes the bytes freeze writes" if self is Effect.BYTES else self.value
-
-
-BREAKING, BYTES, COMPATIBLE = Effect.BREAKING, Effect.BYTES, Effect.COMPATIBLE
-# A row's field, the effect of a change to it, and what the change means.
-# fmt: off
-ROW_CHANGES = (
-    ("group", BREAKING, "moved from {old} to {new}: old artifacts hold it in the other place"),
-    ("rebuild", BREAKING, "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
-     "mean something else"),
-    ("absent", BREAKING, "a missing key now gives {new}, was {old}: old artifacts without it "
-     "now mean something else"),
-    ("freeze", BYTES, "freeze kind {old} -> {new}"),
-    ("written", BYTES, "now written when {new}, was {old}"),
-    ("name", COMPATIBLE, "spec attribute {old} -> {new}"),
-)
-# fmt: on
+# What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
+BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
+# What a change to a row's recorded field means, by effect.
+ROW_CHANGES = {
+    BREAKING: {
+        "group": "moved from {old} to {new}: old artifacts hold it in the other place",
+        "rebuild": "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
+        "mean something else",
+        "absent": "a missing key now gives {new}, was {old}: old artifacts without it "
+        "now mean something else",
+    },
+    BYTES: {"freeze": "freeze kind {old} -> {new}", "written": "now written when {new}, was {old}"},
+    COMPATIBLE: {"name": "spec attribute {old} -> {new}"},
+}
 
 
 @dataclass
@@ -68,14 +52,17 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.compatible or self.bytes or self.breaking)
 
-    def add(self, effect: Effect, text: str) -> None:
-        """Record one edit under its effect."""
-        getattr(self, effect.value).append(text)
-
     def report(self) -> str:
         """Every change under its effect, for the command line."""
+        titles = {
+            BREAKING: BREAKING,
+            BYTES: "changes the bytes freeze writes",
+            COMPATIBLE: COMPATIBLE,
+        }
         return "\n".join(
-            f"  {effect.title}: {item}" for effect in Effect for item in getattr(self, effect.value)
+            f"  {title}: {item}"
+            for effect, title in titles.items()
+            for item in getattr(self, effect)
         )
 
 
@@ -117,11 +104,11 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
             ),
             *_reorders(old, new),
         ]:
-            changes.add(effect, f"{table.name} table: {text}")
+            getattr(changes, effect).append(f"{table.name} table: {text}")
     return changes
 
 
-Edit = tuple[Effect, str]
+Edit = tuple[str, str]  # an effect, and what the edit is
 
 
 def _row_edits(
@@ -151,9 +138,10 @@ def _row_edits(
 
 def _kept_row_edits(key: str, was: dict[str, Any], now: dict[str, Any]) -> Iterator[Edit]:
     """What changed in a row whose key stays: its recorded facts, its dropped aliases."""
-    for name, effect, text in ROW_CHANGES:
-        if was[name] != now[name]:
-            yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
+    for effect, texts in ROW_CHANGES.items():
+        for name, text in texts.items():
+            if was[name] != now[name]:
+                yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
     for alias in was["aliases"]:
         if alias not in now["aliases"]:
             yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
@@ -163,8 +151,14 @@ def _gone_row_edit(key: str, was: dict[str, Any], new: dict[str, Any]) -> Edit:
     """A key no row reads any more, neither as key nor alias, and not retired: a break."""
     renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
     if renamed:
-        return BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
-    return BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
+        return (
+            BREAKING,
+            f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load",
+        )
+    return (
+        BREAKING,
+        f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load",
+    )
 
 
 def _added_row_edit(key: str, row: dict[str, Any], gained: bool) -> Edit:
@@ -234,10 +228,8 @@ def _new_lock(
         sides = [parse_lock(side) for side in merge_sides(text or "") or ()]
     except UnusableLock:
         sides = []
-    breaks, unread = readable_breaks(text) if text is not None else ([], 0)
-    for _, committed in reversed(history):  # breaks the file lost: committed locks hold them
-        older = readable_breaks(committed)[0]
-        breaks = older + [item for item in breaks if item not in older]
+    # Breaks the file lost are in the locks committed (newest first), which come first.
+    breaks, unread = readable_breaks(*(committed for _, committed in history), text or "")
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
