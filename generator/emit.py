@@ -31,6 +31,9 @@ FIX_COMMAND = "make codegen"
 # The formatting of generated code is part of its bytes: never derive it from local config.
 BLACK_TARGET, BLACK_LINE_LENGTH = "PY311", 100
 BLACK_VERSION = importlib.metadata.version("black")
+# A file's name, its old bytes and its new ones (None: no file). Removing an orphan is a
+# change to no file, so one list and one undo serve every change a write makes.
+Change = tuple[str, bytes | None, bytes | None]
 
 
 def check_formatter(config: Config) -> None:
@@ -68,43 +71,33 @@ def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
     return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
 
 
-def _black(source: str) -> str:
-    """black's output, a function of the source, black's version and the pinned options
-    alone: kept by the cache, so black runs (and is imported) only for a source it has not
-    formatted before."""
+def format_source(source: str, name: str, template: str = "") -> str:
+    """Format with the pinned black mode; its parse is the one check of a template's Python.
+    black's output, a function of the source, black's version and the pinned options alone,
+    is kept by the cache: black runs (and is imported) only for a source it has not seen."""
     key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
     if (kept := STORE.get(key)) is not None:
         return kept.decode("utf-8")
-    # Imported here: a check that finds every source formatted before never needs black.
     import black
     from black.mode import Mode, TargetVersion
+    from black.parsing import InvalidInput
 
     mode = Mode(target_versions={TargetVersion[BLACK_TARGET]}, line_length=BLACK_LINE_LENGTH)
-    formatted = black.format_str(source, mode=mode)
-    STORE.put(key, formatted.encode("utf-8"))
-    return formatted
-
-
-def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; its parse is the one check of a template's Python."""
     try:
-        return _black(source)
-    except Exception as exc:
-        from black.parsing import InvalidInput  # black ran, so importing it costs nothing
-
-        if not isinstance(exc, InvalidInput):
-            raise
+        formatted = black.format_str(source, mode=mode)
+    except InvalidInput as exc:
         # black says "cannot parse for target version Python 3.11: 241:18", then the line,
         # a caret and the reason ("ParseError: bad input"): the line is named from the source.
-        where = str(exc).partition(": ")[2]
-        line = where.partition(":")[0]
-        if template and line.isdigit() and 0 < int(line) <= len(source.splitlines()):
-            reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
-            raise GeneratorError(
-                f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
-                f"{line} | {source.splitlines()[int(line) - 1].strip()}"
-            ) from None
-        raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
+        line = str(exc).partition(": ")[2].partition(":")[0]
+        if not (template and line.isdigit() and 0 < int(line) <= len(source.splitlines())):
+            raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
+        reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
+        raise GeneratorError(
+            f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
+            f"{line} | {source.splitlines()[int(line) - 1].strip()}"
+        ) from None
+    STORE.put(key, formatted.encode("utf-8"))
+    return formatted
 
 
 def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
@@ -262,36 +255,36 @@ def _generated_by_us(path: Path) -> bool:
     return re.match(_HEADERS.get(path.suffix, rb"# ") + MARKER.encode(), head) is not None
 
 
-def compare(config: Config, expected: dict[str, str]) -> Drift:
-    """Compare the expected files with the disk, byte for byte; write nothing."""
+def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
+    """What makes the output folder hold ``expected``: each file whose bytes differ (an orphan
+    we generated: a change to no file); and the foreign modules there, which nothing removes."""
     _check_output_folder(config)
     ours, foreign = _strays(config, expected)
-    drift = Drift(orphans=ours, foreign=foreign)
-    diffs: list[str] = []
-    for name, text in expected.items():
-        label = f"{config.output_name}/{name}"
-        data = _current(config, name)
-        current = "" if data is None else data.decode("utf-8", errors="replace")
-        if data is not None and current == text:
+    wanted = {name: text.encode("utf-8") for name, text in expected.items()} | dict.fromkeys(ours)
+    changes = [
+        (name, old, new) for name, new in wanted.items() if (old := _current(config, name)) != new
+    ]
+    return changes, foreign
+
+
+def compare(config: Config, expected: dict[str, str]) -> Drift:
+    """Compare the expected files with the disk, byte for byte; write nothing."""
+    changes, foreign = _changes(config, expected)
+    drift = Drift(foreign=foreign)
+    for name, old, new in changes:
+        if new is None:
+            drift.orphans.append(name)  # named, not shown
             continue
-        (drift.missing if data is None else drift.changed).append(name)
-        diffs.extend(
-            difflib.unified_diff(
-                current.splitlines(keepends=True),
-                text.splitlines(keepends=True),
-                fromfile=f"{label} (on disk)",
-                tofile=f"{label} (regenerated)",
-            )
-        )
-    drift.diff = "".join(line if line.endswith("\n") else line + "\n" for line in diffs)
+        (drift.missing if old is None else drift.changed).append(name)
+        label = f"{config.output_name}/{name}"
+        was = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        now = expected[name].splitlines(keepends=True)
+        diff = difflib.unified_diff(was, now, f"{label} (on disk)", f"{label} (regenerated)")
+        drift.diff += "".join(line if line.endswith("\n") else line + "\n" for line in diff)
     return drift
 
 
 # ------------------------------------------------------------------ writing, all or nothing
-
-# A file's name, its old bytes and its new ones (None: no file). Removing an orphan is a
-# change to no file, so one list and one undo serve every change a write makes.
-Change = tuple[str, bytes | None, bytes | None]
 
 
 @dataclass
@@ -308,7 +301,20 @@ class Written:
 def write(config: Config, expected: dict[str, str]) -> Written:
     """Write the files whose bytes changed and remove orphans we generated, all or nothing,
     staged as the artifact writer stages its file; unchanged files are not touched."""
-    _check_output_folder(config)
+    changes, foreign = _changes(config, expected)
+    if foreign:  # as check reports it; nothing is written
+        raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
+    if changes:
+        _change(config, changes)
+    return Written(
+        [name for name, _, new in changes if new is not None],
+        [name for name, _, new in changes if new is None],
+    )
+
+
+def _change(config: Config, changes: list[Change]) -> None:
+    """Stage every new file, then make each change in turn; on a failure, put back the old
+    bytes of every file changed and name what failed, what could not be put back, the fix."""
     # Imported now, not at the generator's import: after table.py loaded the project's own
     # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
     try:
@@ -318,25 +324,7 @@ def write(config: Config, expected: dict[str, str]) -> Written:
             f"cannot import the staging primitive shardplan.artifact.staging ({exc}): run the "
             "project's own generator (`python -m generator` in the project's folder)"
         ) from None
-    ours, foreign = _strays(config, expected)
-    if foreign:  # as check reports it; nothing is written
-        raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
-    wanted = {name: text.encode("utf-8") for name, text in expected.items()} | dict.fromkeys(ours)
-    changes = [
-        (name, old, new) for name, new in wanted.items() if (old := _current(config, name)) != new
-    ]
-    if changes:
-        staging.remove_stale_temporaries(config.output)  # what a killed run left
-        _change(config, staging, changes)
-    return Written(
-        [name for name, _, new in changes if new is not None],
-        [name for name, _, new in changes if new is None],
-    )
-
-
-def _change(config: Config, staging: ModuleType, changes: list[Change]) -> None:
-    """Stage every new file, then make each change in turn; on a failure, put back the old
-    bytes of every file changed and name what failed, what could not be put back, the fix."""
+    staging.remove_stale_temporaries(config.output)  # what a killed run left
     doing, current, done = "write to", "", []
     staged: dict[str, StagedFile] = {}
     created, folder = not config.output.exists(), -1
