@@ -8,25 +8,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import lockfile
 from .config import Config
 from .errors import GeneratorError
-from .lockfile import (
-    LOCK_NAME,
-    LOCK_VERSION,
-    RETIRED,
-    ROW_FIELDS,
-    UnusableLock,
-    committed_locks,
-    conflict_line,
-    merge_sides,
-    parse_lock,
-    read_lock,
-    readable_breaks,
-)
+from .lockfile import LOCK_NAME, LOCK_VERSION, RETIRED, ROW_FIELDS, UnusableLock
 from .table import Table, Tables
 
 # What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
 BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
+TITLES = {BYTES: "changes the bytes freeze writes"}  # how the command line heads them
 # What a change to a row's recorded field means, by effect.
 ROW_CHANGES = {
     BREAKING: {
@@ -54,14 +44,9 @@ class Changes:
 
     def report(self) -> str:
         """Every change under its effect, for the command line."""
-        titles = {
-            BREAKING: BREAKING,
-            BYTES: "changes the bytes freeze writes",
-            COMPATIBLE: COMPATIBLE,
-        }
         return "\n".join(
-            f"  {title}: {item}"
-            for effect, title in titles.items()
+            f"  {TITLES.get(effect, effect)}: {item}"
+            for effect in (BREAKING, BYTES, COMPATIBLE)
             for item in getattr(self, effect)
         )
 
@@ -225,11 +210,11 @@ def _new_lock(
     """``--new-lock``: the changes and breaks of a lock replacing an unusable one, checked
     against each side of a conflict; every break it and git's history hold kept."""
     try:
-        sides = [parse_lock(side) for side in merge_sides(text or "") or ()]
+        sides = [lockfile.parse_lock(side) for side in lockfile.merge_sides(text or "") or ()]
     except UnusableLock:
         sides = []
     # Breaks the file lost are in the locks committed (newest first), which come first.
-    breaks, unread = readable_breaks(*(committed for _, committed in history), text or "")
+    breaks, unread = lockfile.readable_breaks(*(committed for _, committed in history), text or "")
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
@@ -248,52 +233,48 @@ def _new_lock(
     return changes, breaks, [f"specgen: {where}: {note}"]
 
 
+def _unusable(where: str, exc: UnusableLock) -> str:
+    """The refusal of an unusable lock: why it matters, and the way out."""
+    way_out = (
+        "leave the lock as git left it, and run `specgen generate --new-lock`: it checks the "
+        "merged table against both branches' locks and keeps both histories of breaks."
+        if lockfile.conflict_line(exc.text or "")
+        else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or write it "
+        "anew with `specgen generate --new-lock` (edits since the last usable lock go unchecked)."
+    )
+    return (
+        f"{where} is unusable: {exc}. It records the table as last generated and the breaks "
+        f"allowed so far: no table edit can be checked without it.\n  Way out: {way_out}"
+    )
+
+
 def settle(
     config: Config, tables: Tables, mode: LockMode
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
     """The table edit settled by ``mode``: the changes, the breaks kept, notes for the user."""
-    where = f"{config.output_name}/{LOCK_NAME}"
-    if LOCK_NAME not in config.outputs:
-        if mode.new_lock:
-            raise GeneratorError(
-                f"--new-lock writes {where}, which is no declared output in "
-                "[tool.specgen] of pyproject.toml: run `specgen generate`"
-            )
-        return Changes(), [], []
-    history = committed_locks(config)
+    where, declared = f"{config.output_name}/{LOCK_NAME}", LOCK_NAME in config.outputs
+    history = lockfile.committed_locks(config) if declared else []
     try:
-        lock, commit = read_lock(config, history)
+        lock, commit = lockfile.read_lock(config, history) if declared else (None, "")
     except UnusableLock as exc:
         if not mode.new_lock:
-            raise GeneratorError(
-                f"{where} is unusable: {exc}. It records the table as last generated and the "
-                "breaks allowed so far: no table edit can be checked without it.\n  Way out: "
-                + (
-                    "leave the lock as git left it, and run `specgen generate --new-lock`: it "
-                    "checks the merged table against both branches' locks and keeps both "
-                    "histories of breaks."
-                    if conflict_line(exc.text or "")
-                    else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or "
-                    "write it anew with `specgen generate --new-lock` (edits since the last "
-                    "usable lock go unchecked)."
-                )
-            ) from None
+            raise GeneratorError(_unusable(where, exc)) from None
         changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
+            state = (
+                "there is none yet" if declared else "it is no declared output in [tool.specgen]"
+            )
             raise GeneratorError(
-                f"--new-lock replaces an unusable {where}, but "
-                + ("there is none yet" if lock is None else "it is usable")
-                + ": run `specgen generate` (with --allow-breaking to accept a breaking edit)"
+                f"--new-lock replaces an unusable {where}, but {'it is usable' if lock else state}: "
+                "run `specgen generate` (with --allow-breaking to accept a breaking edit)"
             )
-        changes = classify(lock, tables) if lock is not None else Changes()
-        breaks = list(lock["breaks"]) if lock is not None else []
-        notes = []
-        if commit:
-            notes.append(
-                f"specgen: {where} is gone: the table was checked against the lock committed "
-                f"in {commit[:12]}, whose breaks are kept"
-            )
+        changes = classify(lock, tables) if lock else Changes()
+        breaks = list(lock["breaks"]) if lock else []
+        notes = [
+            f"specgen: {where} is gone: the table was checked against the lock committed in "
+            f"{commit[:12]}, whose breaks are kept"
+        ] * bool(commit)
     if changes.breaking and mode.writes and not mode.allow_breaking:
         allow = "--new-lock --allow-breaking" if mode.new_lock else "--allow-breaking"
         raise GeneratorError(
