@@ -29,13 +29,6 @@ def imported(name: str) -> None:
     _say(f"imported {name}")
 
 
-def _read_all(fd: int) -> str:
-    chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 def _how(wait_status: int) -> str:
     if os.WIFSIGNALED(wait_status):
         return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
@@ -63,8 +56,8 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
         _say(f"done {status}")
         os._exit(status)  # the parent's atexit handlers are the parent's to run
     os.close(writer)
-    said = _read_all(reader).splitlines()
-    os.close(reader)
+    with os.fdopen(reader, "rb") as pipe:
+        said = pipe.read().decode("utf-8", "replace").splitlines()
     _, wait_status = os.waitpid(pid, 0)
     if said and said[-1].startswith("done "):
         return int(said[-1].removeprefix("done "))
