@@ -191,11 +191,20 @@ def foreign_line(config: Config, name: str) -> str:
 # ------------------------------------------------------------------ reading the output folder
 
 
-def _fix_for(exc: OSError, what: str) -> str:
-    """The fix to suggest for a failed read or write of ``what``."""
-    if isinstance(exc, IsADirectoryError):
-        return f"remove the folder {what} and run again"
-    return f"make {what} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+def _failed(
+    config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
+) -> GeneratorError:
+    """The one message of a failed read or write: what failed, what could not be restored,
+    the fix (a folder where a file belongs is refused before: _check_output_folder)."""
+    out = config.output_name
+    problem = f"{doing} {out}/{name}: {exc.strerror}"
+    fix = f"make {out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+    if stuck:
+        return GeneratorError(
+            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
+            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
+        )
+    return GeneratorError(f"{problem}; nothing was changed: {fix}")
 
 
 def _check_output_folder(config: Config) -> None:
@@ -220,10 +229,7 @@ def _current(config: Config, name: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GeneratorError(
-            f"cannot read {config.output_name}/{name}: {exc.strerror}; "
-            f"{_fix_for(exc, f'{config.output_name}/{name}')}"
-        ) from None
+        raise _failed(config, "cannot read", name, exc) from None
 
 
 def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
@@ -348,7 +354,7 @@ def _change(config: Config, changes: list[Change]) -> None:
         if created:
             with suppress(OSError):
                 config.output.rmdir()  # only if empty: then nothing of ours is in it
-        raise _write_failed(config, f"cannot {doing}", current, exc, stuck) from None
+        raise _failed(config, f"cannot {doing}", current, exc, stuck) from None
     finally:
         if folder >= 0:
             os.close(folder)
@@ -377,18 +383,3 @@ def _undo(
             stuck.append(name)
     _discard(staged)
     return sorted(stuck)
-
-
-def _write_failed(
-    config: Config, doing: str, current: str, exc: OSError, stuck: list[str]
-) -> GeneratorError:
-    """The one message of a failed write: what failed, what could not be restored, the fix."""
-    out = config.output_name
-    problem = f"{doing} {out}/{current}: {exc.strerror}"
-    fix = _fix_for(exc, f"{out}/{current}")
-    if stuck:
-        return GeneratorError(
-            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
-        )
-    return GeneratorError(f"{problem}; nothing was changed: {fix}")

@@ -72,7 +72,9 @@ def parse_lock(text: str) -> dict[str, Any]:
 
 # One conflict as git writes it: ours, a diff3 base (left out), theirs.
 CONFLICT = re.compile(
-    r"^<<<<<<<.*\n((?:.*\n)*?)(?:^\|{7}.*\n(?:.*\n)*?)?^=======.*\n((?:.*\n)*?)^>>>>>>>.*(?:\n|\Z)",
+    r"^<<<<<<<.*\n((?:.*\n)*?)"  # ours
+    r"(?:^\|{7}.*\n(?:.*\n)*?)?"  # a diff3 base
+    r"^=======.*\n((?:.*\n)*?)^>>>>>>>.*(?:\n|\Z)",  # theirs
     re.MULTILINE,
 )
 
