@@ -138,43 +138,39 @@ def build_outputs(
 class Drift:
     """How generated/ on disk differs from what the table and templates give."""
 
-    changed: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # what generate writes or removes
     foreign: list[str] = field(default_factory=list)  # modules there specgen did not write
     diff: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.missing or self.orphans or self.foreign)
+        return bool(self.changes or self.foreign)
 
     def report(self, config: Config, breaking: bool = False) -> str:
         """The message --check prints after the diff: what differs and the fix (``breaking``:
         the table edit breaks old artifacts, which a plain `make codegen` refuses)."""
         out = config.output_name
         lines = [
-            f"{out}/{name} {says}"
-            for kind, says in _DRIFT_SAYS.items()
-            for name in getattr(self, kind)
+            f"{out}/{name} {_SAYS[old is None, new is None]}" for name, old, new in self.changes
         ]
-        fixable = bool(lines)  # by generate: not a foreign module, which it never removes
         lines += [foreign_line(config, name) for name in self.foreign]
-        if fixable and breaking:
+        if self.changes and breaking:
             lines.append(
                 f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
                 'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
                 "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
                 f"then commit {out}/."
             )
-        elif fixable:
+        elif self.changes:  # a foreign module alone: generate would not help
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 
 
-_DRIFT_SAYS = {
-    "changed": "is stale: it differs from what the table and templates give.",
-    "missing": "is missing.",
-    "orphans": "is an orphan: it is not a declared output (remove it, or add it to outputs in "
-    "[tool.specgen] and restore its template).",
+# A change, by whether there is no file before it and no file after it.
+_SAYS = {
+    (False, False): "is stale: it differs from what the table and templates give.",
+    (True, False): "is missing.",
+    (False, True): "is an orphan: it is not a declared output (remove it, or add it to outputs "
+    "in [tool.specgen] and restore its template).",
 }
 
 
@@ -275,13 +271,10 @@ def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], li
 
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
-    changes, foreign = _changes(config, expected)
-    drift = Drift(foreign=foreign)
-    for name, old, new in changes:
+    drift = Drift(*_changes(config, expected))
+    for name, old, new in drift.changes:
         if new is None:
-            drift.orphans.append(name)  # named, not shown
-            continue
-        (drift.missing if old is None else drift.changed).append(name)
+            continue  # an orphan is named, not shown
         label = f"{config.output_name}/{name}"
         was = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
         now = expected[name].splitlines(keepends=True)

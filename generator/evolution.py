@@ -161,15 +161,13 @@ def _retirements(
     old_retired: set[tuple[str, str]], now_retired: set[tuple[str, str]], new: dict[str, Any]
 ) -> Iterator[Edit]:
     """The keys retired since the lock, and the retirements undone or moved."""
-    aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, group in sorted(now_retired - old_retired):
         yield BYTES, (
             f"key {key!r} retired ({group}): rebuild accepts and drops it, so freeze drops {key} "
             "from artifacts that hold it"
         )
     for key, group in sorted(old_retired - now_retired):
-        back = new.get(key) or aliases.get(key)
-        if back is not None and back["group"] == group:
+        if group in (r["group"] for r in new.values() if key in (r["key"], *r["aliases"])):
             continue  # a row reads it again, in place
         moved = sorted(other for gone, other in now_retired if gone == key)
         if moved:

@@ -29,12 +29,6 @@ def imported(name: str) -> None:
     _say(f"imported {name}")
 
 
-def _how(wait_status: int) -> str:
-    if os.WIFSIGNALED(wait_status):
-        return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
-    return f"exit status {os.WEXITSTATUS(wait_status)}"
-
-
 def supervised(run: Callable[[], int], *, bad_input: int) -> int:
     """``run()``'s status, from a child process: ``bad_input`` when the child ended before
     reporting one (where the platform cannot fork, ``run()`` in this process)."""
@@ -58,14 +52,15 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
     os.close(writer)
     with os.fdopen(reader, "rb") as pipe:
         said = pipe.read().decode("utf-8", "replace").splitlines()
-    _, wait_status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     if said and said[-1].startswith("done "):
         return int(said[-1].removeprefix("done "))
     where = ""
     if said and said[-1].startswith("importing "):
         where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
     print(
-        f"specgen: the process ended{where} before specgen finished ({_how(wait_status)}); "
+        f"specgen: the process ended{where} before specgen finished ({how}); "
         "nothing was checked or written. A table, kinds or format module must only define "
         "data: remove what ends the process from its top level and run again",
         file=sys.stderr,
