@@ -99,30 +99,45 @@ Edit = tuple[str, str]  # an effect, and what the edit is
 def _row_edits(
     old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]], gained: set[str]
 ) -> Iterator[Edit]:
-    """The edits to the rows, by key: changed, renamed, removed, added (changing the bytes
-    where the key is in ``gained``, written even at its absent value); aliases too."""
-    aliases = {alias: row for row in new.values() for alias in row["aliases"]}
+    """The edits to the rows, by key: changed, renamed, removed (unless retired), added
+    (changing the bytes where the key is in ``gained``, written even at its absent value)."""
+    aliases = {alias: row["key"] for row in new.values() for alias in row["aliases"]}
+    names = {row["name"]: key for key, row in new.items()}  # a renamed key keeps its attribute
     for key, was in old.items():
-        if (now := new.get(key)) is not None:
-            yield from _kept_row_edits(key, was, now)
+        if key in new:
+            yield from _kept_row_edits(key, was, new[key])
         elif key in aliases:
             yield BYTES, (
-                f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
+                f"key {key!r} renamed to {aliases[key]!r}; rebuild still reads {key!r} "
                 "(an alias), freeze now writes the new key"
             )
-        elif (key, was["group"]) not in retired:
-            yield _gone_row_edit(key, was, new)
+        elif (key, was["group"]) in retired:
+            continue  # its retirement is an edit of its own
+        elif was["name"] in names:
+            yield BREAKING, (
+                f"key {key!r} renamed to {names[was['name']]!r} without an alias: artifacts "
+                f"holding {key!r} no longer load"
+            )
+        else:
+            yield BREAKING, (
+                f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it "
+                "no longer load"
+            )
     for key, row in new.items():
-        if key in old:
-            for alias in row["aliases"]:
-                if alias not in old[key]["aliases"]:
-                    yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
-        elif not set(row["aliases"]) & set(old):
-            yield _added_row_edit(key, row, key in gained)
+        if key in old or set(row["aliases"]) & set(old):
+            continue  # kept, or renamed with an alias
+        added = f"row added: {row['name']} (key {key!r}, {row['group']})"
+        if key in gained:
+            yield BYTES, (
+                f"{added}, written even at its absent value {row['absent']}: older "
+                "artifacts frozen again gain the key"
+            )
+        else:
+            yield COMPATIBLE, added
 
 
 def _kept_row_edits(key: str, was: dict[str, Any], now: dict[str, Any]) -> Iterator[Edit]:
-    """What changed in a row whose key stays: its recorded facts, its dropped aliases."""
+    """What changed in a row whose key stays: its recorded facts, its aliases."""
     for effect, texts in ROW_CHANGES.items():
         for name, text in texts.items():
             if was[name] != now[name]:
@@ -130,31 +145,9 @@ def _kept_row_edits(key: str, was: dict[str, Any], now: dict[str, Any]) -> Itera
     for alias in was["aliases"]:
         if alias not in now["aliases"]:
             yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
-
-
-def _gone_row_edit(key: str, was: dict[str, Any], new: dict[str, Any]) -> Edit:
-    """A key no row reads any more, neither as key nor alias, and not retired: a break."""
-    renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
-    if renamed:
-        return (
-            BREAKING,
-            f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load",
-        )
-    return (
-        BREAKING,
-        f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load",
-    )
-
-
-def _added_row_edit(key: str, row: dict[str, Any], gained: bool) -> Edit:
-    """A new row: compatible, or changing the bytes where it is written at its absent value."""
-    added = f"row added: {row['name']} (key {key!r}, {row['group']})"
-    if gained:
-        return BYTES, (
-            f"{added}, written even at its absent value {row['absent']}: older "
-            "artifacts frozen again gain the key"
-        )
-    return COMPATIBLE, added
+    for alias in now["aliases"]:
+        if alias not in was["aliases"]:
+            yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
 
 
 def _retirements(
