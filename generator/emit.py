@@ -51,9 +51,7 @@ def _sha256(path: Path) -> str:
 
 
 def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
-    """sha256 over everything the output depends on: tables, templates, the kinds module's,
-    its functions' and the format module's source, the generator's version and code, black's
-    version."""
+    """sha256 over everything the output depends on (``functions``: the kinds' functions)."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = [
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
@@ -73,8 +71,7 @@ def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
 
 def format_source(source: str, name: str, template: str = "") -> str:
     """Format with the pinned black mode; its parse is the one check of a template's Python.
-    black's output, a function of the source, black's version and the pinned options alone,
-    is kept by the cache: black runs (and is imported) only for a source it has not seen."""
+    The cache keeps the output: black runs (and is imported) only for a source it has not seen."""
     key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
     if (kept := STORE.get(key)) is not None:
         return kept.decode("utf-8")
@@ -229,9 +226,8 @@ def _current(config: Config, name: str) -> bytes | None:
 
 
 def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The output folder's files that are no declared output, sorted: those we generated (our
-    header), and foreign modules (importable, whoever wrote them). A JSON or Markdown file
-    without our header is the user's, and no module."""
+    """The output folder's files that are no declared output, sorted: those we generated, and
+    foreign modules (importable, whoever wrote them; other files without our header are let be)."""
     ours, foreign = [], []
     for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
         if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
@@ -362,8 +358,7 @@ def _discard(staged: Iterable[StagedFile]) -> None:
 def _undo(
     config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
 ) -> list[str]:
-    """Put back the old bytes of each file changed (no file where there was none); return
-    the names that could not be."""
+    """Put back the old bytes of each file changed; return the names that could not be."""
     stuck, staged = [], []
     for name, old in reversed(done):
         try:

@@ -1,8 +1,7 @@
-"""The command line's run in a child process whose end the parent sees: a table, kinds or
-format module is user code, and one that ends the process while it is imported (``os._exit``,
-a signal, a C library's ``exit``) would otherwise end specgen with whatever status it chose,
-0 included, with nothing done. Any end but the child's own report of its status is exit 2,
-naming the module being imported when it came."""
+"""The command line's run in a child process whose end the parent sees: a project module that
+ends the process while it is imported (``os._exit``, a signal, a C library's ``exit``) would
+otherwise end specgen with the status it chose, 0 included. Any end but the child's own report
+of its status is exit 2, naming the module being imported when it came."""
 
 from __future__ import annotations
 
