@@ -52,9 +52,9 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
     with os.fdopen(reader, "rb") as pipe:
         said = pipe.read().decode("utf-8", "replace").splitlines()
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     if said and said[-1].startswith("done "):
         return int(said[-1].removeprefix("done "))
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     where = ""
     if said and said[-1].startswith("importing "):
         where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
