@@ -143,13 +143,19 @@ class Drift:
         return bool(self.changes or self.foreign)
 
     def report(self, config: Config, breaking: bool = False) -> str:
-        """The message --check prints after the diff: what differs and the fix (``breaking``:
-        the table edit breaks old artifacts, which a plain `make codegen` refuses)."""
+        """What check prints after the diff (generate too, of a foreign module): what differs and
+        the fix (``breaking``: the table edit breaks old artifacts; plain `make codegen` refuses).
+        """
         out = config.output_name
         lines = [
             f"{out}/{name} {_SAYS[old is None, new is None]}" for name, old, new in self.changes
         ]
-        lines += [foreign_line(config, name) for name in self.foreign]
+        lines += [
+            f"{out}/{name} is no declared output and was not written by specgen (no @generated "
+            "header), so neither `specgen generate` nor `make codegen` removes it; it is "
+            f"importable as {out}.{name.removesuffix('.py')}: move it out of {out}/, or delete it."
+            for name in self.foreign
+        ]
         if self.changes and breaking:
             lines.append(
                 f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
@@ -169,16 +175,6 @@ _SAYS = {
     (False, True): "is an orphan: it is not a declared output (remove it, or add it to outputs "
     "in [tool.specgen] and restore its template).",
 }
-
-
-def foreign_line(config: Config, name: str) -> str:
-    """What check and generate say of a module in the output folder specgen did not write."""
-    return (
-        f"{config.output_name}/{name} is no declared output and was not written by specgen "
-        "(no @generated header), so neither `specgen generate` nor `make codegen` removes it; "
-        f"it is importable as {config.output_name}.{name.removesuffix('.py')}: move it out of "
-        f"{config.output_name}/, or delete it."
-    )
 
 
 # ------------------------------------------------------------------ reading the output folder
@@ -298,7 +294,7 @@ def write(config: Config, expected: dict[str, str]) -> Written:
     staged as the artifact writer stages its file; unchanged files are not touched."""
     changes, foreign = _changes(config, expected)
     if foreign:  # as check reports it; nothing is written
-        raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
+        raise GeneratorError(Drift(foreign=foreign).report(config))
     if changes:
         _change(config, changes)
     return Written(
