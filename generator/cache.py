@@ -1,17 +1,15 @@
 """What the generator computed before and can prove unchanged: compiled templates and black's
 output, kept for the process and in the project's ``.specgen-cache/`` folder, so `specgen
-check` on an up-to-date checkout neither compiles a template nor runs black.
-
-Each entry is found by a digest of everything it is a function of and carries a digest of its
-own bytes: an entry that does not match is a miss, never an output. The cache only saves
-time; when its folder cannot be read or written, the generator computes as it would without it.
-"""
+check` on an up-to-date checkout neither compiles a template nor runs black. An entry is found
+by a digest of all it is a function of and carries a digest of its own bytes: one that does
+not match is a miss, never an output. A folder that cannot be used only costs time."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 import jinja2
@@ -35,33 +33,24 @@ class Store:
 
     def get(self, key: str) -> bytes | None:
         """The bytes put under ``key``, if they are found whole."""
-        if (held := self._held.get(key)) is not None:
-            return held
-        path = self._path(key)
-        try:
-            stored = path.read_bytes() if path is not None else b""
-        except OSError:
-            return None
-        check, _, data = stored.partition(b"\n")
-        if not stored or check.decode("ascii", "replace") != _digest(data):
-            return None  # absent, cut short or altered: computed again
-        self._held[key] = data
-        return data
+        if key not in self._held and (path := self._path(key)) is not None:
+            with suppress(OSError):
+                check, _, data = path.read_bytes().partition(b"\n")
+                if check == _digest(data).encode("ascii"):  # else cut short or altered: a miss
+                    self._held[key] = data
+        return self._held.get(key)
 
     def put(self, key: str, data: bytes) -> None:
         """Keep ``data`` under ``key``; a folder that cannot be written is passed over."""
         self._held[key] = data
-        path = self._path(key)
-        if path is None:
+        if (path := self._path(key)) is None:
             return
-        try:
+        with suppress(OSError):  # a read-only checkout still generates, only without the cache
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(handle, "wb") as out:
                 out.write(_digest(data).encode("ascii") + b"\n" + data)
             os.replace(staged, path)
-        except OSError:
-            pass  # a read-only checkout still generates; it only does not save the time
 
 
 STORE = Store()

@@ -1,6 +1,6 @@
 """The last step: black, the header stamp, then compare or write, the only module that
-touches the disk. A write is all or nothing across files: every changed file is staged
-first, then all are renamed into place, and a failure puts back what was replaced."""
+touches the disk. A write is all or nothing across files: every new file is staged first,
+then each change is made, and a failure puts back the old bytes of what was changed."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import importlib.metadata
 import json
 import os
 import re
-import shutil
+from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import __version__
@@ -29,6 +31,9 @@ FIX_COMMAND = "make codegen"
 # The formatting of generated code is part of its bytes: never derive it from local config.
 BLACK_TARGET, BLACK_LINE_LENGTH = "PY311", 100
 BLACK_VERSION = importlib.metadata.version("black")
+# A file's name, its old bytes and its new ones (None: no file). Removing an orphan is a
+# change to no file, so one list and one undo serve every change a write makes.
+Change = tuple[str, bytes | None, bytes | None]
 
 
 def check_formatter(config: Config) -> None:
@@ -41,74 +46,55 @@ def check_formatter(config: Config) -> None:
         )
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
-    """sha256 over everything the output depends on: tables, templates, the kinds module's,
-    its functions' and the format module's source, the generator's version and code, black's
-    version."""
+    """sha256 over everything the output depends on (``functions``: the kinds' functions)."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
-    templates = sorted(
+    templates = [
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    )
+    ]
+    modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
     inputs = {
         "table": table.digest,
-        "templates": [
-            [p.relative_to(config.templates).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()]
-            for p in templates
-        ],
-        "kinds": [
-            hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in (config.root / (config.kinds.replace(".", "/") + ".py"), functions)
-        ],
-        "format": hashlib.sha256(
-            (config.root / (config.format.replace(".", "/") + ".py")).read_bytes()
-        ).hexdigest(),
-        "generator": __version__,
-        "generator code": [
-            [p.name, hashlib.sha256(p.read_bytes()).hexdigest()]
-            for p in sorted(Path(__file__).parent.glob("*.py"))
-        ],
-        "black": BLACK_VERSION,
+        "templates": sorted(
+            [p.relative_to(config.templates).as_posix(), _sha256(p)] for p in templates
+        ),
+        "modules": [_sha256(path) for path in (*modules, functions)],
+        "generator": [[p.name, _sha256(p)] for p in sorted(Path(__file__).parent.glob("*.py"))],
+        "versions": [__version__, BLACK_VERSION],
     }
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def _black(source: str) -> str:
-    """black's output, a function of the source, black's version and the pinned options
-    alone: kept by the cache, so black runs (and is imported) only for a source it has not
-    formatted before."""
-    key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
-    if (kept := STORE.get(key)) is not None:
-        return kept.decode("utf-8")
-    # Imported here: a check that finds every source formatted before never needs black.
-    import black
-    from black.mode import Mode, TargetVersion
-
-    mode = Mode(target_versions={TargetVersion[BLACK_TARGET]}, line_length=BLACK_LINE_LENGTH)
-    formatted = black.format_str(source, mode=mode)
-    STORE.put(key, formatted.encode("utf-8"))
-    return formatted
+    return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; its parse is the one check of a template's Python."""
-    try:
-        return _black(source)
-    except Exception as exc:
-        from black.parsing import InvalidInput  # black ran, so importing it costs nothing
+    """Format with the pinned black mode; its parse is the one check of a template's Python.
+    The cache keeps the output: black runs (and is imported) only for a source it has not seen."""
+    key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
+    if (kept := STORE.get(key)) is not None:
+        return kept.decode("utf-8")
+    import black
+    from black.mode import Mode, TargetVersion
+    from black.parsing import InvalidInput
 
-        if not isinstance(exc, InvalidInput):
-            raise
+    mode = Mode(target_versions={TargetVersion[BLACK_TARGET]}, line_length=BLACK_LINE_LENGTH)
+    try:
+        formatted = black.format_str(source, mode=mode)
+    except InvalidInput as exc:
         # black says "cannot parse for target version Python 3.11: 241:18", then the line,
         # a caret and the reason ("ParseError: bad input"): the line is named from the source.
-        where = str(exc).partition(": ")[2]
-        line = where.partition(":")[0]
-        if template and line.isdigit() and 0 < int(line) <= len(source.splitlines()):
-            reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
-            raise GeneratorError(
-                f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
-                f"{line} | {source.splitlines()[int(line) - 1].strip()}"
-            ) from None
-        raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
+        line = str(exc).partition(": ")[2].partition(":")[0]
+        if not (template and line.isdigit() and 0 < int(line) <= len(source.splitlines())):
+            raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
+        reason = str(exc).rstrip().rpartition("\n")[2].partition(": ")[2] or "invalid syntax"
+        raise GeneratorError(
+            f"{template} rendered invalid Python at line {line} of {name} ({reason}):\n  "
+            f"{line} | {source.splitlines()[int(line) - 1].strip()}"
+        ) from None
+    STORE.put(key, formatted.encode("utf-8"))
+    return formatted
 
 
 def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
@@ -149,60 +135,65 @@ def build_outputs(
 class Drift:
     """How generated/ on disk differs from what the table and templates give."""
 
-    changed: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    orphans: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # what generate writes or removes
     foreign: list[str] = field(default_factory=list)  # modules there specgen did not write
     diff: str = ""
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.missing or self.orphans or self.foreign)
+        return bool(self.changes or self.foreign)
 
     def report(self, config: Config, breaking: bool = False) -> str:
-        """The message --check prints after the diff: what differs and the fix (``breaking``:
-        the table edit breaks old artifacts, which a plain `make codegen` refuses)."""
+        """What check prints after the diff (generate too, of a foreign module): what differs and
+        the fix (``breaking``: the table edit breaks old artifacts; plain `make codegen` refuses).
+        """
         out = config.output_name
         lines = [
-            f"{out}/{name} is stale: it differs from what the table and templates give."
-            for name in self.changed
+            f"{out}/{name} {_SAYS[old is None, new is None]}" for name, old, new in self.changes
         ]
-        lines += [f"{out}/{name} is missing." for name in self.missing]
         lines += [
-            f"{out}/{name} is an orphan: it is not a declared output (remove it, or add it to "
-            "outputs in [tool.specgen] and restore its template)."
-            for name in self.orphans
+            f"{out}/{name} is no declared output and was not written by specgen (no @generated "
+            "header), so neither `specgen generate` nor `make codegen` removes it; it is "
+            f"importable as {out}.{name.removesuffix('.py')}: move it out of {out}/, or delete it."
+            for name in self.foreign
         ]
-        lines += [foreign_line(config, name) for name in self.foreign]
-        if (self.changed or self.missing or self.orphans) and breaking:
+        if self.changes and breaking:
             lines.append(
                 f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
                 'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
                 "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
                 f"then commit {out}/."
             )
-        elif self.changed or self.missing or self.orphans:
+        elif self.changes:  # a foreign module alone: generate would not help
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 
 
-def foreign_line(config: Config, name: str) -> str:
-    """What check and generate say of a module in the output folder specgen did not write."""
-    return (
-        f"{config.output_name}/{name} is no declared output and was not written by specgen "
-        "(no @generated header), so neither `specgen generate` nor `make codegen` removes it; "
-        f"it is importable as {config.output_name}.{name.removesuffix('.py')}: move it out of "
-        f"{config.output_name}/, or delete it."
-    )
+# A change, by whether there is no file before it and no file after it.
+_SAYS = {
+    (False, False): "is stale: it differs from what the table and templates give.",
+    (True, False): "is missing.",
+    (False, True): "is an orphan: it is not a declared output (remove it, or add it to outputs "
+    "in [tool.specgen] and restore its template).",
+}
 
 
 # ------------------------------------------------------------------ reading the output folder
 
 
-def _fix_for(exc: OSError, what: str) -> str:
-    """The fix to suggest for a failed read or write of ``what``."""
-    if isinstance(exc, IsADirectoryError):
-        return f"remove the folder {what} and run again"
-    return f"make {what} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+def _failed(
+    config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
+) -> GeneratorError:
+    """The one message of a failed read or write: what failed, what could not be restored,
+    the fix (a folder where a file belongs is refused before: _check_output_folder)."""
+    out = config.output_name
+    problem = f"{doing} {out}/{name}: {exc.strerror}"
+    fix = f"make {out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+    if stuck:
+        return GeneratorError(
+            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
+            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
+        )
+    return GeneratorError(f"{problem}; nothing was changed: {fix}")
 
 
 def _check_output_folder(config: Config) -> None:
@@ -227,31 +218,25 @@ def _current(config: Config, name: str) -> bytes | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GeneratorError(
-            f"cannot read {config.output_name}/{name}: {exc.strerror}; "
-            f"{_fix_for(exc, f'{config.output_name}/{name}')}"
-        ) from None
+        raise _failed(config, "cannot read", name, exc) from None
 
 
-def _orphans(config: Config, expected: dict[str, str]) -> list[str]:
-    """The files of the output folder that are no declared output, sorted: every module (it
-    is importable, whoever wrote it), and JSON or Markdown files that carry our header."""
-    if not config.output.is_dir():
-        return []
-    found = []
-    for path in config.output.iterdir():
+def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The output folder's files that are no declared output, sorted: those we generated, and
+    foreign modules (importable, whoever wrote them; other files without our header are let be)."""
+    ours, foreign = [], []
+    for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
         if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
             continue
-        if path.suffix == ".py" or _generated_by_us(path):
-            found.append(path.name)
-    return sorted(found)
+        if _generated_by_us(path):
+            ours.append(path.name)
+        elif path.suffix == ".py" and path.exists():  # gone: another run removed our orphan
+            foreign.append(path.name)
+    return ours, foreign
 
 
-# How each file type carries the @generated marker at its top (see stamp()).
-_HEADERS = {
-    ".json": re.compile(rb'\{\s*"\$comment":\s*"' + re.escape(MARKER.encode())),
-    ".md": re.compile(rb"<!-- " + re.escape(MARKER.encode())),
-}
+# How each file type starts with the @generated marker (see stamp()); "# " for the others.
+_HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
 
 
 def _generated_by_us(path: Path) -> bool:
@@ -261,40 +246,32 @@ def _generated_by_us(path: Path) -> bool:
             head = file.read(4096)
     except OSError:  # gone (another run removed an orphan first), or unreadable: not ours
         return False
-    if (header := _HEADERS.get(path.suffix)) is not None:
-        return header.match(head) is not None
-    return MARKER.encode() in head.split(b"\n", 1)[0]
+    return re.match(_HEADERS.get(path.suffix, rb"# ") + MARKER.encode(), head) is not None
 
 
-def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The orphans we generated, and the foreign files (not ours, still there)."""
-    strays = _orphans(config, expected)
-    ours = [name for name in strays if _generated_by_us(config.output / name)]
-    return ours, [n for n in strays if n not in ours and (config.output / n).exists()]
+def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
+    """What makes the output folder hold ``expected``: each file whose bytes differ (an orphan
+    we generated: a change to no file); and the foreign modules there, which nothing removes."""
+    _check_output_folder(config)
+    ours, foreign = _strays(config, expected)
+    wanted = {name: text.encode("utf-8") for name, text in expected.items()} | dict.fromkeys(ours)
+    changes = [
+        (name, old, new) for name, new in wanted.items() if (old := _current(config, name)) != new
+    ]
+    return changes, foreign
 
 
 def compare(config: Config, expected: dict[str, str]) -> Drift:
     """Compare the expected files with the disk, byte for byte; write nothing."""
-    _check_output_folder(config)
-    ours, foreign = _strays(config, expected)
-    drift = Drift(orphans=ours, foreign=foreign)
-    diffs: list[str] = []
-    for name, text in expected.items():
+    drift = Drift(*_changes(config, expected))
+    for name, old, new in drift.changes:
+        if new is None:
+            continue  # an orphan is named, not shown
         label = f"{config.output_name}/{name}"
-        data = _current(config, name)
-        current = "" if data is None else data.decode("utf-8", errors="replace")
-        if data is not None and current == text:
-            continue
-        (drift.missing if data is None else drift.changed).append(name)
-        diffs.extend(
-            difflib.unified_diff(
-                current.splitlines(keepends=True),
-                text.splitlines(keepends=True),
-                fromfile=f"{label} (on disk)",
-                tofile=f"{label} (regenerated)",
-            )
-        )
-    drift.diff = "".join(line if line.endswith("\n") else line + "\n" for line in diffs)
+        was = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        now = expected[name].splitlines(keepends=True)
+        diff = difflib.unified_diff(was, now, f"{label} (on disk)", f"{label} (regenerated)")
+        drift.diff += "".join(line if line.endswith("\n") else line + "\n" for line in diff)
     return drift
 
 
@@ -312,42 +289,23 @@ class Written:
         return bool(self.written or self.removed)
 
 
-def _discard_quietly(staged: list[StagedFile]) -> None:
-    for file in staged:
-        try:
-            file.discard()
-        except OSError:
-            pass  # a staged file we cannot remove is hidden and ignored; nothing to add
-
-
-def _roll_back(config: Config, replaced: list[tuple[str, bytes | None]], folder: int) -> list[str]:
-    """Put back the old bytes of the files already replaced; return those that could not be."""
-    from shardplan.artifact import staging  # write() imported it first
-
-    stuck = []
-    for name, old in reversed(replaced):
-        path = config.output / name
-        try:
-            if old is None:
-                path.unlink(missing_ok=True)
-                continue
-            staged = staging.stage(config.output, old, None, folder)
-        except OSError:
-            stuck.append(name)
-            continue
-        try:
-            staged.replace(path)
-        except OSError:
-            stuck.append(name)
-        finally:
-            _discard_quietly([staged])
-    return sorted(stuck)
-
-
 def write(config: Config, expected: dict[str, str]) -> Written:
     """Write the files whose bytes changed and remove orphans we generated, all or nothing,
     staged as the artifact writer stages its file; unchanged files are not touched."""
-    _check_output_folder(config)
+    changes, foreign = _changes(config, expected)
+    if foreign:  # as check reports it; nothing is written
+        raise GeneratorError(Drift(foreign=foreign).report(config))
+    if changes:
+        _change(config, changes)
+    return Written(
+        [name for name, _, new in changes if new is not None],
+        [name for name, _, new in changes if new is None],
+    )
+
+
+def _change(config: Config, changes: list[Change]) -> None:
+    """Stage every new file, then make each change in turn; on a failure, put back the old
+    bytes of every file changed and name what failed, what could not be put back, the fix."""
     # Imported now, not at the generator's import: after table.py loaded the project's own
     # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
     try:
@@ -357,127 +315,55 @@ def write(config: Config, expected: dict[str, str]) -> Written:
             f"cannot import the staging primitive shardplan.artifact.staging ({exc}): run the "
             "project's own generator (`python -m generator` in the project's folder)"
         ) from None
-    out = config.output_name
-    old = {name: _current(config, name) for name in expected}
-    encoded = {name: text.encode("utf-8") for name, text in expected.items()}
-    changes = {name: new for name, new in encoded.items() if old[name] != new}
-    orphans, foreign = _strays(config, expected)
-    if foreign:  # as check reports it; nothing is written
-        raise GeneratorError("\n".join(foreign_line(config, name) for name in foreign))
-    if not changes and not orphans:
-        return Written()
-
     staging.remove_stale_temporaries(config.output)  # what a killed run left
+    doing, current, done = "write to", "", []
     staged: dict[str, StagedFile] = {}
-    created = not config.output.exists()
-    folder = -1
+    created, folder = not config.output.exists(), -1
     try:
         config.output.mkdir(parents=True, exist_ok=True)
         folder = staging.open_folder(config.output)
-        for name, data in changes.items():
-            staged[name] = staging.stage(config.output, data, None, folder)
+        for name, _, new in changes:
+            if new is not None:
+                staged[name] = staging.stage(config.output, new, None, folder)
+        for current, old, new in changes:
+            doing = "replace" if new is not None else "remove"
+            if new is None:
+                (config.output / current).unlink(missing_ok=True)
+            else:
+                staged[current].replace(config.output / current)
+            done.append((current, old))
+        staging.sync_folder(folder)
     except OSError as exc:
-        _discard_quietly(list(staged.values()))
-        if folder >= 0:
-            os.close(folder)
+        _discard(staged.values())
+        stuck = _undo(config, staging, done, folder)
         if created:
-            shutil.rmtree(config.output, ignore_errors=True)
-        raise GeneratorError(
-            f"cannot write to {out}/: {exc.strerror}; nothing was changed: "
-            f"{_fix_for(exc, f'{out}/')}"
-        ) from None
-    try:
-        return _put_in_place(config, old, staged, orphans, folder)
+            with suppress(OSError):
+                config.output.rmdir()  # only if empty: then nothing of ours is in it
+        raise _failed(config, f"cannot {doing}", current, exc, stuck) from None
     finally:
         if folder >= 0:
             os.close(folder)
 
 
-def _set_aside(config: Config, name: str) -> Path | None:
-    """Move an orphan aside under a temporary name (a killed run's are removed by the next
-    run); None where a concurrent run already removed it."""
-    from shardplan.artifact import staging  # write() imported it first
-
-    aside = staging.temp_name(config.output)
-    try:
-        os.replace(config.output / name, aside)
-    except FileNotFoundError:
-        staging.release(aside)
-        return None
-    except BaseException:
-        staging.release(aside)
-        raise
-    return aside
+def _discard(staged: Iterable[StagedFile]) -> None:
+    for file in staged:
+        with suppress(OSError):  # a staged file we cannot remove is hidden and ignored
+            file.discard()
 
 
 def _undo(
-    config: Config,
-    replaced: list[tuple[str, bytes | None]],
-    set_aside: list[tuple[str, Path]],
-    folder: int,
+    config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
 ) -> list[str]:
-    """Put back what a failed write replaced or set aside; return the names left new."""
-    from shardplan.artifact import staging  # write() imported it first
-
-    stuck = _roll_back(config, replaced, folder)
-    for name, aside in set_aside:
+    """Put back the old bytes of each file changed; return the names that could not be."""
+    stuck, staged = [], []
+    for name, old in reversed(done):
         try:
-            os.replace(aside, config.output / name)
+            if old is None:
+                (config.output / name).unlink(missing_ok=True)
+            else:
+                staged.append(staging.stage(config.output, old, None, folder))
+                staged[-1].replace(config.output / name)
         except OSError:
             stuck.append(name)
-        staging.release(aside)
-    return stuck
-
-
-def _put_in_place(
-    config: Config,
-    old: dict[str, bytes | None],
-    staged: dict[str, StagedFile],
-    orphans: list[str],
-    folder: int,
-) -> Written:
-    """Rename every staged file into place, then remove the orphans; undo all on failure."""
-    from shardplan.artifact import staging  # write() imported it first
-
-    # Orphans are moved aside (not deleted) until every file is in place, so they can be
-    # put back too.
-    replaced: list[tuple[str, bytes | None]] = []
-    set_aside: list[tuple[str, Path]] = []
-    action, current = "replace", ""
-    try:
-        for name, file in staged.items():
-            current = name
-            file.replace(config.output / name)
-            replaced.append((name, old[name]))
-        action = "remove"
-        for name in orphans:
-            current = name
-            if (aside := _set_aside(config, name)) is not None:
-                set_aside.append((name, aside))
-        staging.sync_folder(folder)
-    except OSError as exc:
-        _discard_quietly(list(staged.values()))
-        stuck = _undo(config, replaced, set_aside, folder)
-        raise _write_failed(config, f"cannot {action}", current, exc, stuck) from None
-    for _, aside in set_aside:
-        try:
-            aside.unlink(missing_ok=True)
-        except OSError:
-            pass  # a temporary file we cannot remove is hidden and ignored; nothing to add
-        staging.release(aside)
-    return Written(written=[name for name, _ in replaced], removed=[name for name, _ in set_aside])
-
-
-def _write_failed(
-    config: Config, doing: str, current: str, exc: OSError, stuck: list[str]
-) -> GeneratorError:
-    """The one message of a failed write: what failed, what could not be restored, the fix."""
-    out = config.output_name
-    problem = f"{doing} {out}/{current}: {exc.strerror}"
-    fix = _fix_for(exc, f"{out}/{current}")
-    if stuck:
-        return GeneratorError(
-            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
-        )
-    return GeneratorError(f"{problem}; nothing was changed: {fix}")
+    _discard(staged)
+    return sorted(stuck)

@@ -6,55 +6,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+from . import lockfile
 from .config import Config
 from .errors import GeneratorError
-from .lockfile import (
-    LOCK_NAME,
-    LOCK_VERSION,
-    RETIRED,
-    ROW_FIELDS,
-    UnusableLock,
-    committed_locks,
-    conflict_line,
-    merge_sides,
-    parse_lock,
-    read_lock,
-    readable_breaks,
-)
+from .lockfile import LOCK_NAME, LOCK_VERSION, RETIRED, ROW_FIELDS, UnusableLock
 from .table import Table, Tables
 
-
-class Effect(Enum):
-    """What a table edit does to artifacts written before it; the value names the list of
-    ``Changes`` that holds such an edit."""
-
-    BREAKING = "breaking"
-    BYTES = "bytes"
-    COMPATIBLE = "compatible"
-
-    @property
-    def title(self) -> str:
-        """How the command line heads the edits of this effect."""
-        return "changes the bytes freeze writes" if self is Effect.BYTES else self.value
-
-
-BREAKING, BYTES, COMPATIBLE = Effect.BREAKING, Effect.BYTES, Effect.COMPATIBLE
-# A row's field, the effect of a change to it, and what the change means.
-# fmt: off
-ROW_CHANGES = (
-    ("group", BREAKING, "moved from {old} to {new}: old artifacts hold it in the other place"),
-    ("rebuild", BREAKING, "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
-     "mean something else"),
-    ("absent", BREAKING, "a missing key now gives {new}, was {old}: old artifacts without it "
-     "now mean something else"),
-    ("freeze", BYTES, "freeze kind {old} -> {new}"),
-    ("written", BYTES, "now written when {new}, was {old}"),
-    ("name", COMPATIBLE, "spec attribute {old} -> {new}"),
-)
-# fmt: on
+# What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
+BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
+TITLES = {BYTES: "changes the bytes freeze writes"}  # how the command line heads them
+# What a change to a row's recorded field means, by effect.
+ROW_CHANGES = {
+    BREAKING: {
+        "group": "moved from {old} to {new}: old artifacts hold it in the other place",
+        "rebuild": "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
+        "mean something else",
+        "absent": "a missing key now gives {new}, was {old}: old artifacts without it "
+        "now mean something else",
+    },
+    BYTES: {"freeze": "freeze kind {old} -> {new}", "written": "now written when {new}, was {old}"},
+    COMPATIBLE: {"name": "spec attribute {old} -> {new}"},
+}
 
 
 @dataclass
@@ -68,14 +42,12 @@ class Changes:
     def __bool__(self) -> bool:
         return bool(self.compatible or self.bytes or self.breaking)
 
-    def add(self, effect: Effect, text: str) -> None:
-        """Record one edit under its effect."""
-        getattr(self, effect.value).append(text)
-
     def report(self) -> str:
         """Every change under its effect, for the command line."""
         return "\n".join(
-            f"  {effect.title}: {item}" for effect in Effect for item in getattr(self, effect.value)
+            f"  {TITLES.get(effect, effect)}: {item}"
+            for effect in (BREAKING, BYTES, COMPATIBLE)
+            for item in getattr(self, effect)
         )
 
 
@@ -117,80 +89,78 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
             ),
             *_reorders(old, new),
         ]:
-            changes.add(effect, f"{table.name} table: {text}")
+            getattr(changes, effect).append(f"{table.name} table: {text}")
     return changes
 
 
-Edit = tuple[Effect, str]
+Edit = tuple[str, str]  # an effect, and what the edit is
 
 
 def _row_edits(
     old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]], gained: set[str]
 ) -> Iterator[Edit]:
-    """The edits to the rows, by key: changed, renamed, removed, added (changing the bytes
-    where the key is in ``gained``, written even at its absent value); aliases too."""
-    aliases = {alias: row for row in new.values() for alias in row["aliases"]}
+    """The edits to the rows, by key: changed, renamed, removed (unless retired), added
+    (changing the bytes where the key is in ``gained``, written even at its absent value)."""
+    aliases = {alias: row["key"] for row in new.values() for alias in row["aliases"]}
+    names = {row["name"]: key for key, row in new.items()}  # a renamed key keeps its attribute
     for key, was in old.items():
-        if (now := new.get(key)) is not None:
-            yield from _kept_row_edits(key, was, now)
+        if key in new:
+            yield from _kept_row_edits(key, was, new[key])
         elif key in aliases:
             yield BYTES, (
-                f"key {key!r} renamed to {aliases[key]['key']!r}; rebuild still reads {key!r} "
+                f"key {key!r} renamed to {aliases[key]!r}; rebuild still reads {key!r} "
                 "(an alias), freeze now writes the new key"
             )
-        elif (key, was["group"]) not in retired:
-            yield _gone_row_edit(key, was, new)
+        elif (key, was["group"]) in retired:
+            continue  # its retirement is an edit of its own
+        elif was["name"] in names:
+            yield BREAKING, (
+                f"key {key!r} renamed to {names[was['name']]!r} without an alias: artifacts "
+                f"holding {key!r} no longer load"
+            )
+        else:
+            yield BREAKING, (
+                f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it "
+                "no longer load"
+            )
     for key, row in new.items():
-        if key in old:
-            for alias in row["aliases"]:
-                if alias not in old[key]["aliases"]:
-                    yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
-        elif not set(row["aliases"]) & set(old):
-            yield _added_row_edit(key, row, key in gained)
+        if key in old or set(row["aliases"]) & set(old):
+            continue  # kept, or renamed with an alias
+        added = f"row added: {row['name']} (key {key!r}, {row['group']})"
+        if key in gained:
+            yield BYTES, (
+                f"{added}, written even at its absent value {row['absent']}: older "
+                "artifacts frozen again gain the key"
+            )
+        else:
+            yield COMPATIBLE, added
 
 
 def _kept_row_edits(key: str, was: dict[str, Any], now: dict[str, Any]) -> Iterator[Edit]:
-    """What changed in a row whose key stays: its recorded facts, its dropped aliases."""
-    for name, effect, text in ROW_CHANGES:
-        if was[name] != now[name]:
-            yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
+    """What changed in a row whose key stays: its recorded facts, its aliases."""
+    for effect, texts in ROW_CHANGES.items():
+        for name, text in texts.items():
+            if was[name] != now[name]:
+                yield effect, f"key {key!r}: " + text.format(old=was[name], new=now[name])
     for alias in was["aliases"]:
         if alias not in now["aliases"]:
             yield BREAKING, f"alias {alias!r} of key {key!r} dropped: artifacts holding {alias!r} no longer load"
-
-
-def _gone_row_edit(key: str, was: dict[str, Any], new: dict[str, Any]) -> Edit:
-    """A key no row reads any more, neither as key nor alias, and not retired: a break."""
-    renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
-    if renamed:
-        return BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
-    return BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
-
-
-def _added_row_edit(key: str, row: dict[str, Any], gained: bool) -> Edit:
-    """A new row: compatible, or changing the bytes where it is written at its absent value."""
-    added = f"row added: {row['name']} (key {key!r}, {row['group']})"
-    if gained:
-        return BYTES, (
-            f"{added}, written even at its absent value {row['absent']}: older "
-            "artifacts frozen again gain the key"
-        )
-    return COMPATIBLE, added
+    for alias in now["aliases"]:
+        if alias not in was["aliases"]:
+            yield COMPATIBLE, f"alias {alias!r} added to key {key!r}"
 
 
 def _retirements(
     old_retired: set[tuple[str, str]], now_retired: set[tuple[str, str]], new: dict[str, Any]
 ) -> Iterator[Edit]:
     """The keys retired since the lock, and the retirements undone or moved."""
-    aliases = {alias: row for row in new.values() for alias in row["aliases"]}
     for key, group in sorted(now_retired - old_retired):
         yield BYTES, (
             f"key {key!r} retired ({group}): rebuild accepts and drops it, so freeze drops {key} "
             "from artifacts that hold it"
         )
     for key, group in sorted(old_retired - now_retired):
-        back = new.get(key) or aliases.get(key)
-        if back is not None and back["group"] == group:
+        if group in (r["group"] for r in new.values() if key in (r["key"], *r["aliases"])):
             continue  # a row reads it again, in place
         moved = sorted(other for gone, other in now_retired if gone == key)
         if moved:
@@ -231,13 +201,11 @@ def _new_lock(
     """``--new-lock``: the changes and breaks of a lock replacing an unusable one, checked
     against each side of a conflict; every break it and git's history hold kept."""
     try:
-        sides = [parse_lock(side) for side in merge_sides(text or "") or ()]
+        sides = [lockfile.parse_lock(side) for side in lockfile.merge_sides(text or "") or ()]
     except UnusableLock:
         sides = []
-    breaks, unread = readable_breaks(text) if text is not None else ([], 0)
-    for _, committed in reversed(history):  # breaks the file lost: committed locks hold them
-        older = readable_breaks(committed)[0]
-        breaks = older + [item for item in breaks if item not in older]
+    # Breaks the file lost are in the locks committed (newest first), which come first.
+    breaks, unread = lockfile.readable_breaks(*(committed for _, committed in history), text or "")
     against = [classify(side, tables) for side in sides] or [Changes()]
     recorded = {item["change"] for item in breaks}
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
@@ -256,52 +224,48 @@ def _new_lock(
     return changes, breaks, [f"specgen: {where}: {note}"]
 
 
+def _unusable(where: str, exc: UnusableLock) -> str:
+    """The refusal of an unusable lock: why it matters, and the way out."""
+    way_out = (
+        "leave the lock as git left it, and run `specgen generate --new-lock`: it checks the "
+        "merged table against both branches' locks and keeps both histories of breaks."
+        if lockfile.conflict_line(exc.text or "")
+        else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or write it "
+        "anew with `specgen generate --new-lock` (edits since the last usable lock go unchecked)."
+    )
+    return (
+        f"{where} is unusable: {exc}. It records the table as last generated and the breaks "
+        f"allowed so far: no table edit can be checked without it.\n  Way out: {way_out}"
+    )
+
+
 def settle(
     config: Config, tables: Tables, mode: LockMode
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
     """The table edit settled by ``mode``: the changes, the breaks kept, notes for the user."""
-    where = f"{config.output_name}/{LOCK_NAME}"
-    if LOCK_NAME not in config.outputs:
-        if mode.new_lock:
-            raise GeneratorError(
-                f"--new-lock writes {where}, which is no declared output in "
-                "[tool.specgen] of pyproject.toml: run `specgen generate`"
-            )
-        return Changes(), [], []
-    history = committed_locks(config)
+    where, declared = f"{config.output_name}/{LOCK_NAME}", LOCK_NAME in config.outputs
+    history = lockfile.committed_locks(config) if declared else []
     try:
-        lock, commit = read_lock(config, history)
+        lock, commit = lockfile.read_lock(config, history) if declared else (None, "")
     except UnusableLock as exc:
         if not mode.new_lock:
-            raise GeneratorError(
-                f"{where} is unusable: {exc}. It records the table as last generated and the "
-                "breaks allowed so far: no table edit can be checked without it.\n  Way out: "
-                + (
-                    "leave the lock as git left it, and run `specgen generate --new-lock`: it "
-                    "checks the merged table against both branches' locks and keeps both "
-                    "histories of breaks."
-                    if conflict_line(exc.text or "")
-                    else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or "
-                    "write it anew with `specgen generate --new-lock` (edits since the last "
-                    "usable lock go unchecked)."
-                )
-            ) from None
+            raise GeneratorError(_unusable(where, exc)) from None
         changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
+            state = (
+                "there is none yet" if declared else "it is no declared output in [tool.specgen]"
+            )
             raise GeneratorError(
-                f"--new-lock replaces an unusable {where}, but "
-                + ("there is none yet" if lock is None else "it is usable")
-                + ": run `specgen generate` (with --allow-breaking to accept a breaking edit)"
+                f"--new-lock replaces an unusable {where}, but {'it is usable' if lock else state}: "
+                "run `specgen generate` (with --allow-breaking to accept a breaking edit)"
             )
-        changes = classify(lock, tables) if lock is not None else Changes()
-        breaks = list(lock["breaks"]) if lock is not None else []
-        notes = []
-        if commit:
-            notes.append(
-                f"specgen: {where} is gone: the table was checked against the lock committed "
-                f"in {commit[:12]}, whose breaks are kept"
-            )
+        changes = classify(lock, tables) if lock else Changes()
+        breaks = list(lock["breaks"]) if lock else []
+        notes = [
+            f"specgen: {where} is gone: the table was checked against the lock committed in "
+            f"{commit[:12]}, whose breaks are kept"
+        ] * bool(commit)
     if changes.breaking and mode.writes and not mode.allow_breaking:
         allow = "--new-lock --allow-breaking" if mode.new_lock else "--allow-breaking"
         raise GeneratorError(

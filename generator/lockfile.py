@@ -4,6 +4,7 @@ the breaks any lock text still holds. What it means is ``generator.evolution``."
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from typing import Any
 
@@ -69,44 +70,38 @@ def parse_lock(text: str) -> dict[str, Any]:
     return lock  # type: ignore[no-any-return]
 
 
+# One conflict as git writes it: ours, a diff3 base (left out), theirs.
+CONFLICT = re.compile(
+    r"^<<<<<<<.*\n((?:.*\n)*?)"  # ours
+    r"(?:^\|{7}.*\n(?:.*\n)*?)?"  # a diff3 base
+    r"^=======.*\n((?:.*\n)*?)^>>>>>>>.*(?:\n|\Z)",  # theirs
+    re.MULTILINE,
+)
+
+
 def merge_sides(text: str) -> tuple[str, str] | None:
     """(ours, theirs) of a conflicted lock, a diff3 base left out; None without markers, or
-    where they do not nest as git writes them."""
-    sides: tuple[list[str], list[str]] = ([], [])
-    moves = {
-        ("<<<<<<<", "both"): "ours",
-        ("|||||||", "ours"): "base",
-        (">>>>>>>", "theirs"): "both",
-    }
-    moves |= {("=======", "ours"): "theirs", ("=======", "base"): "theirs"}
-    state = "both"
-    for line in text.splitlines(keepends=True):
-        if line.startswith(MARKERS):
-            state = moves.get((line[:7], state), "")
-            if not state:
-                return None
-            continue
-        for side, own in zip(sides, ("ours", "theirs"), strict=True):
-            if state in ("both", own):
-                side.append(line)
-    if state != "both" or conflict_line(text) is None:
+    where they do not nest as git writes them (a marker is left in a side)."""
+    ours, theirs = (CONFLICT.sub(side, text) for side in (r"\1", r"\2"))
+    if ours == text or conflict_line(ours) or conflict_line(theirs):
         return None
-    return "".join(sides[0]), "".join(sides[1])
+    return ours, theirs
 
 
-def readable_breaks(text: str) -> tuple[list[dict[str, Any]], int]:
-    """The well-formed breaks of any lock text (both sides of a conflict), and how many were not."""
+def readable_breaks(*texts: str) -> tuple[list[dict[str, Any]], int]:
+    """The well-formed breaks of lock texts (both sides of a conflict), each once, in order;
+    and how many entries were not well-formed."""
     found: list[dict[str, Any]] = []
-    unread = 0
-    for side in merge_sides(text) or (text,):
+    unread: list[Any] = []
+    for side in (side for text in texts for side in merge_sides(text) or (text,)):
         try:
             breaks = json.loads(side).get("breaks", [])
         except (ValueError, AttributeError):
             continue
-        items = breaks if isinstance(breaks, list) else [breaks]
-        unread += sum(not _fits(item, BREAK) for item in items)
-        found += [item for item in items if _fits(item, BREAK) and item not in found]
-    return found, unread
+        for item in breaks if isinstance(breaks, list) else [breaks]:
+            if item not in (kept := found if _fits(item, BREAK) else unread):
+                kept.append(item)
+    return found, len(unread)
 
 
 def committed_locks(config: Config) -> list[tuple[str, str]]:

@@ -1,8 +1,7 @@
-"""The command line's run in a child process whose end the parent sees: a table, kinds or
-format module is user code, and one that ends the process while it is imported (``os._exit``,
-a signal, a C library's ``exit``) would otherwise end specgen with whatever status it chose,
-0 included, with nothing done. Any end but the child's own report of its status is exit 2,
-naming the module being imported when it came."""
+"""The command line's run in a child process whose end the parent sees: a project module that
+ends the process while it is imported (``os._exit``, a signal, a C library's ``exit``) would
+otherwise end specgen with the status it chose, 0 included. Any end but the child's own report
+of its status is exit 2, naming the module being imported when it came."""
 
 from __future__ import annotations
 
@@ -29,19 +28,6 @@ def imported(name: str) -> None:
     _say(f"imported {name}")
 
 
-def _read_all(fd: int) -> str:
-    chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
-def _how(wait_status: int) -> str:
-    if os.WIFSIGNALED(wait_status):
-        return f"killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
-    return f"exit status {os.WEXITSTATUS(wait_status)}"
-
-
 def supervised(run: Callable[[], int], *, bad_input: int) -> int:
     """``run()``'s status, from a child process: ``bad_input`` when the child ended before
     reporting one (where the platform cannot fork, ``run()`` in this process)."""
@@ -63,16 +49,17 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
         _say(f"done {status}")
         os._exit(status)  # the parent's atexit handlers are the parent's to run
     os.close(writer)
-    said = _read_all(reader).splitlines()
-    os.close(reader)
-    _, wait_status = os.waitpid(pid, 0)
+    with os.fdopen(reader, "rb") as pipe:
+        said = pipe.read().decode("utf-8", "replace").splitlines()
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if said and said[-1].startswith("done "):
         return int(said[-1].removeprefix("done "))
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
     where = ""
     if said and said[-1].startswith("importing "):
         where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
     print(
-        f"specgen: the process ended{where} before specgen finished ({_how(wait_status)}); "
+        f"specgen: the process ended{where} before specgen finished ({how}); "
         "nothing was checked or written. A table, kinds or format module must only define "
         "data: remove what ends the process from its top level and run again",
         file=sys.stderr,

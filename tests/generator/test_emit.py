@@ -311,7 +311,7 @@ def test_an_orphan_another_run_removed_first_is_no_error(
 ) -> None:
     # Two runs list the same orphans; the first removes them before the second reads them.
     config = load_config(repo_copy)
-    monkeypatch.setattr(emit, "_orphans", lambda config, expected: ["already_gone.py"])
+    monkeypatch.setattr(emit, "_strays", lambda config, expected: (["already_gone.py"], []))
     expected = {name: (config.output / name).read_text() for name in OUTPUTS}
     assert not emit.write(config, expected)
 
