@@ -25,15 +25,13 @@ OUTPUT_TEMPLATE_SUFFIXES = (".py.j2", ".json.j2", ".md.j2")
 
 def pyrepr(value: Any) -> str:
     """A Python literal for a str, int, bool, None or a tuple of them."""
-    if isinstance(value, jinja2.Undefined):
-        value._fail_with_undefined_error()  # StrictUndefined: raises, naming the variable
-    if isinstance(value, tuple):
-        for item in value:
-            pyrepr(item)
-    elif value is not None and not isinstance(value, (str, int, bool)):
-        raise jinja2.TemplateRuntimeError(
-            f"pyrepr: {value!r} ({type(value).__name__}) has no safe literal form"
-        )
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, jinja2.Undefined):
+            item._fail_with_undefined_error()  # StrictUndefined: raises, naming the variable
+        if item is not None and not isinstance(item, (str, int, bool)):
+            raise jinja2.TemplateRuntimeError(
+                f"pyrepr: {item!r} ({type(item).__name__}) has no safe literal form"
+            )
     return repr(value)
 
 
@@ -114,10 +112,15 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     return GeneratorError(f"{where}: {exc}")
 
 
-def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
-    """Map each declared output to its template, refusing a missing or an undeclared one."""
+def _check_outputs(env: jinja2.Environment, config: Config) -> None:
+    """Refuse a declared output without its template, a template of no declared output, and
+    a missing kinds.j2."""
     folder = env.globals["templates_folder"]
     available = set(env.list_templates())
+    if KINDS_TEMPLATE not in available:
+        raise GeneratorError(
+            f"{folder}/{KINDS_TEMPLATE} is missing: it lays out each row's block; restore it"
+        )
     for name in config.outputs:
         if f"{name}{TEMPLATE_SUFFIX}" not in available:
             raise GeneratorError(
@@ -132,7 +135,6 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
                 f'{folder}/{template} renders no declared output: add "{output}" to outputs '
                 "in [tool.specgen] of pyproject.toml, or remove the template"
             )
-    return {name: f"{name}{TEMPLATE_SUFFIX}" for name in config.outputs}
 
 
 def render_outputs(
@@ -144,12 +146,7 @@ def render_outputs(
 ) -> dict[str, str]:
     """Render each declared output (unformatted) once, by file name; ``lock``: the table lock
     to write."""
-    templates = output_templates(env, config)
-    if KINDS_TEMPLATE not in env.list_templates():
-        raise GeneratorError(
-            f"{env.globals['templates_folder']}/{KINDS_TEMPLATE} is missing: it lays out each "
-            "row's block; restore it"
-        )
+    _check_outputs(env, config)
     context = {
         "tables": tables,
         "table_digests": {table.module: table.digest for table in tables},
@@ -158,7 +155,8 @@ def render_outputs(
         "lock": lock,
     }
     sources: dict[str, str] = {}
-    for out_name, template in templates.items():
+    for out_name in config.outputs:
+        template = f"{out_name}{TEMPLATE_SUFFIX}"
         module_file = f"{config.output_name}/{out_name}"
         try:  # any error a template raises ({{ 1 // 0 }} too): one message, never a traceback
             source = env.get_template(template).render(context, module_file=module_file)
