@@ -80,19 +80,12 @@ class FreezeBlock:
 
 @dataclass(frozen=True)
 class ReadBlock:
-    """One row's read, in the rebuild of a CodegenMeta or, where ``consumes``, in read_plan's
-    one pass over a document it alone holds (an entry or rule row; strict always). ``read``
-    binds ``value``; an absent key (``absent_test``) gives ``default`` (an entry's counted,
-    ``count_absent``), a null None where ``null``; else the value is taken as it is where
-    ``types`` hold, else ``call`` gives the live value (the pass adds ``counted``, the members
-    of the objects in it) or the kinds template's loop ``inline`` does, with its ``lookup``,
-    the pass's ``parse`` and the kind's call (``slow``) for what the rebuild's loop does not
-    take. Then the strict refusals and the derived key's ``gather``: where the loop gathers
-    itself, a placement not of ``gather_unless`` adds its name, and ``slow_gather`` follows
-    ``slow``. A derived key runs ``check`` instead of assigning. In the pass, a null under
-    any other key fails: an entry's the type test, the consume function or ``counted`` it
-    meets, a rule's in index_rules; an older name fails the pass's key check, and the
-    pair's path reads it. Every text is printed, so the names it calls are imported."""
+    """One row's read as kinds.j2's ``read`` lays it out: its rebuild assignment or, where
+    ``consumes``, its block in read_plan's one pass over a document it alone holds (strict
+    always). Every text is printed, so the names they call are the module's imports. In the
+    pass, a null under a key freeze writes none under fails: an entry's at the type test, the
+    consume function or ``counted``, a rule's in index_rules; an older name fails the pass's
+    key check, and the pair's path reads it."""
 
     comment: str = ""
     read: str = ""

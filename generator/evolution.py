@@ -163,8 +163,14 @@ def _gone_row_edit(key: str, was: dict[str, Any], new: dict[str, Any]) -> Edit:
     """A key no row reads any more, neither as key nor alias, and not retired: a break."""
     renamed = next((r["key"] for r in new.values() if r["name"] == was["name"]), None)
     if renamed:
-        return BREAKING, f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load"
-    return BREAKING, f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load"
+        return (
+            BREAKING,
+            f"key {key!r} renamed to {renamed!r} without an alias: artifacts holding {key!r} no longer load",
+        )
+    return (
+        BREAKING,
+        f"key {key!r} ({was['name']}) removed without retiring it: artifacts holding it no longer load",
+    )
 
 
 def _added_row_edit(key: str, row: dict[str, Any], gained: bool) -> Edit:
