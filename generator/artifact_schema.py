@@ -29,20 +29,23 @@ _PYTHON_TYPES = {
 _FALSY = {"not": {"enum": [False, 0, "", [], {}]}}
 
 
+def _json_types(schema: dict[str, Any]) -> list[str]:
+    """The JSON type names a schema's "type" gives: one, or a list."""
+    found = schema["type"]
+    return [found] if isinstance(found, str) else list(found)
+
+
 def _property(table: Table, row: Any, key: str) -> dict[str, Any]:
     """The JSON Schema strict rebuild accepts under ``key`` (the row's, or an older name):
     null too where it reads one; no falsy value where freeze writes the key only when
     truthy, nor the default where only when not it."""
     crossing = table.crossing_of(row)
     schema = dict(crossing.rebuild_record.schema)
-    if crossing.writes_null or table.roles[row.group] == DERIVED:
-        found = schema.get("type")
-        if isinstance(found, str):
-            schema["type"] = [found, "null"]
-        elif isinstance(found, list):
-            schema["type"] = [*found, "null"]
-        else:
-            schema = {"anyOf": [schema, {"type": "null"}]}
+    null = crossing.writes_null or table.roles[row.group] == DERIVED
+    if null and "type" in schema:
+        schema["type"] = [*_json_types(schema), "null"]
+    elif null:
+        schema = {"anyOf": [schema, {"type": "null"}]}
     if key == row.key:
         schema = {"title": key, "description": row.doc, **schema}
     else:
@@ -80,13 +83,8 @@ def _python_types(crossing: Crossing, none_too: bool = False) -> str:
     alternatives = schema.get("anyOf", [schema])
     if not all("type" in alternative for alternative in alternatives):
         return ""
-    names: list[str] = []
-    for alternative in alternatives:
-        found = alternative["type"]
-        names += [found] if isinstance(found, str) else found
-    if none_too:
-        names.append("null")
-    types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names))
+    names = [name for alternative in alternatives for name in _json_types(alternative)]
+    types = ", ".join(dict.fromkeys(_PYTHON_TYPES[name] for name in names + ["null"] * none_too))
     return f"({types},)" if "," not in types else f"({types})"
 
 
