@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -113,16 +114,6 @@ class ReadBlock:
     slow_gather: str = ""
 
 
-@dataclass(frozen=True)
-class Row:
-    """One keyed row's blocks: freeze's, the rebuild's and (an entry or a rule row's) the
-    one in read_plan's pass."""
-
-    freeze: FreezeBlock
-    rebuild: ReadBlock
-    consume: ReadBlock | None = None
-
-
 def _is_default(name: str, crossing: Crossing, negated: bool = False) -> str:
     """The test that ``name`` is the crossing's absent value exactly (equal, and of its
     type), as freeze's "not default" condition leaves it unwritten; ``negated``, that it is
@@ -156,29 +147,53 @@ def _freeze_shortcut(crossing: Crossing) -> tuple[str, tuple[type, ...]]:
     return "", tuple(t for t in shortcut.exactly if back and t in back.exactly)
 
 
-class BlockMaker:
-    """Decides every block of one run from the kinds and the format module."""
+@dataclass(frozen=True)
+class Run:
+    """What every row's blocks are decided from, beside the row's crossing."""
 
-    def __init__(self, kinds: KindFacts, form: ModuleType, gathers: dict[str, Gather]) -> None:
-        self.written = kinds.written  # the kinds module's Written: when freeze writes a key
-        self.field_path = form.field_path
-        self.param_plan_group = form.GROUP_PARAM_PLAN
-        self.gathers = gathers
+    written: Any  # the kinds module's Written: when freeze writes a key
+    field_path: Callable[[str, str], str]  # the format module's: an error path's next step
+    entries: str  # the entries' group (GROUP_PARAM_PLAN)
+    gathers: dict[str, Gather]  # the derived records the entries' walk gathers, by entry key
 
-    def row(self, table: Table, row: Any) -> Row:
-        """The row's blocks."""
-        consumes = row.group in _SPEC_PLACES and table.roles[row.group] != DERIVED
-        return Row(
-            self.freeze(table, row),
-            self.read(table, row),
-            self.read(table, row, consumes=True) if consumes else None,
-        )
+
+class Row:
+    """One keyed row, compiled once from its crossing into the blocks every pass prints:
+    freeze's, the rebuild's and (an entry or a rule row's) the one in read_plan's pass; and
+    an entry's write shortcut."""
+
+    def __init__(self, run: Run, table: Table, row: Any) -> None:
+        self.run, self.row, self.crossing = run, row, table.crossing_of(row)
+        self.plan_level = row.group in table.top_level_groups
+        self.derived = table.roles[row.group] == DERIVED
+        self.entry = row.group == run.entries
+        self.shortcut = self._entry_shortcut()
+        self.freeze = self._freeze()
+        self.rebuild = self._read(consumes=False)
+        spec = row.group in _SPEC_PLACES and not self.derived
+        self.consume = self._read(consumes=True) if spec else None
 
     def _where(self, base: str, key: str) -> str:
         """The error path of a value, as an expression: ``base + ".key"``, or a literal."""
-        return f"{base} + {self.field_path('', key)!r}" if base else repr(key)
+        return f"{base} + {self.run.field_path('', key)!r}" if base else repr(key)
 
-    def _frozen(self, row: Any, crossing: Crossing, where: str) -> str:
+    def _entry_shortcut(self) -> tuple[str, str, str, str] | None:
+        """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
+        function, its plan-wide check)`` (the parameter named after the record); else None."""
+        crossing = self.crossing
+        write = crossing.freeze_record.write_shortcut
+        if not self.entry or write is None or not crossing.reads_back:
+            return None
+        call = _freeze_shortcut(crossing)[0]
+        if not call:
+            raise GeneratorError(
+                f"kind {self.row.freeze!r} has a write shortcut ({write.live}) but no freeze "
+                "shortcut function it could stand for: give its record a Shortcut(call=...)"
+            )
+        return (f"{crossing.freeze}_shortcut", call, write.live, write.check)
+
+    def _frozen(self, where: str) -> str:
+        crossing = self.crossing
         frozen = f"{_own(crossing.function('freeze'))}(__value, {where})"
         if not crossing.reads_back:
             # A rebuild that builds Targets reads the planner's own back as trusted code.
@@ -186,49 +201,27 @@ class BlockMaker:
             frozen = f"__admit({_own(crossing.function('rebuild'))}, {frozen}, {where}{trusted})"
         call, exactly = _freeze_shortcut(crossing)
         if call:
-            shortcut = self.entry_shortcut(row, crossing)
-            frozen = f"{shortcut[0] if shortcut else _own(call)}(__value) or {frozen}"
+            frozen = f"{self.shortcut[0] if self.shortcut else _own(call)}(__value) or {frozen}"
         elif exactly:
             frozen = f"__value if {_type_test(exactly)} else {frozen}"
         return frozen
 
-    def _rebuild_call(self, crossing: Crossing, where: str) -> str:
-        """The call of the row's rebuild function; one that builds Targets is passed what
-        the rebuild's caller allowed (``targets``, made from its ``allow_targets``)."""
-        trusted = ", __targets" if crossing.rebuild_record.targets else ""
-        return f"{_own(crossing.function('rebuild'))}(__value, {where}{trusted})"
-
-    def entry_shortcut(self, row: Any, crossing: Crossing) -> tuple[str, str, str, str] | None:
-        """An entry's row with a write shortcut: ``(parameter, freeze's shortcut, write_plan's
-        function, its plan-wide check)`` (the parameter named after the record); else None."""
-        write = crossing.freeze_record.write_shortcut
-        if row.group != self.param_plan_group or write is None or not crossing.reads_back:
-            return None
-        call = _freeze_shortcut(crossing)[0]
-        if not call:
-            raise GeneratorError(
-                f"kind {row.freeze!r} has a write shortcut ({write.live}) but no freeze shortcut "
-                "function it could stand for: give its record a Shortcut(call=...)"
-            )
-        return (f"{crossing.freeze}_shortcut", call, write.live, write.check)
-
-    def freeze(self, table: Table, row: Any) -> FreezeBlock:
-        """The row's freeze block."""
-        crossing = table.crossing_of(row)
-        if table.roles[row.group] == DERIVED:
+    def _freeze(self) -> FreezeBlock:
+        row, crossing = self.row, self.crossing
+        if self.derived:
             return FreezeBlock(
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
                 target=f"__document[{row.key!r}]",
                 written=f"{_own(crossing.function('freeze'))}(__param_plan)",
             )
-        if row.group in table.top_level_groups:  # the plan level: the document, or its object
+        if self.plan_level:  # the document, or its object
             target = f"{row.within or '__document'}[{row.leaf!r}]"
             source, where = f"__plan.{row.name}", repr(row.name)
         else:
             target = f"{_own(_SPEC_PLACES[row.group][0])}[{row.key!r}]"
             source = f"__spec.{row.name}"
             where = self._where("__module_path(__fqn)", row.name)
-        written, when = self.written, f"when {crossing.written}"
+        written, when = self.run.written, f"when {crossing.written}"
         condition = "__value is not None"
         if crossing.written is written.ALWAYS:
             condition, when = "", "always"
@@ -240,7 +233,7 @@ class BlockMaker:
         otherwise = ""
         if crossing.refuses_none:
             otherwise = f"__refuse_none({where}, absent={crossing.absent})"
-        frozen = self._frozen(row, crossing, where)
+        frozen = self._frozen(where)
         if crossing.writes_null:  # None is written as null, which reads back as None
             frozen = f"None if __value is None else {frozen}"
         comment = f"{row.name}: {crossing.freeze}, written {when}"
@@ -248,11 +241,12 @@ class BlockMaker:
             comment += f", once {crossing.rebuild} reads it back"
         return FreezeBlock(comment, source, target, condition, frozen, otherwise)
 
-    def _derived(self, row: Any, crossing: Crossing) -> ReadBlock:
+    def _derived_check(self) -> ReadBlock:
         """A derived key's strict check: against what the entries' walk gathered, or from
         the entries by the record's check function."""
+        row, crossing = self.row, self.crossing
         gathering = crossing.rebuild_record.gather
-        if gathering is not None and gathering.key in self.gathers:  # gathered in the walk
+        if gathering is not None and gathering.key in self.run.gathers:  # gathered in the walk
             check = f"{_own(gathering.check)}(__value, {row.key!r}, __gathered, "
         else:
             check = f"{_own(crossing.function('check'))}(__value, {row.key!r}, "
@@ -265,120 +259,124 @@ class BlockMaker:
             check=check + "__meta.param_plan)",
         )
 
-    def _read(self, table: Table, row: Any, consumes: bool) -> tuple[str, str, str]:
+    def _source(self, consumes: bool) -> tuple[str, str, str]:
         """``(read, where, older)``: the statement binding the row's value, its error path,
         and the comment's note of the key's older names. The pass reads an entry's key with
         UNSET for absent, its own name only."""
-        crossing = table.crossing_of(row)
-        plan_level = row.group in table.top_level_groups
-        if plan_level and not row.within:
+        row = self.row
+        if self.plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
             return f"__value = __meta.{row.leaf}", repr(row.key), ""
-        if plan_level:
+        if self.plan_level:
             source, base, key, leaves = row.within, "", row.leaf, row.alias_leaves
         else:
             out, path, at = _SPEC_PLACES[row.group]
             source, base, key = _own(out), f"{_own(path)}({_own(at)})", row.key
             leaves = () if consumes else row.aliases
-        entry = row.group == self.param_plan_group
-        tail = ", __UNSET" if plan_level or crossing.null_is_none or consumes and entry else ""
+        unset = self.plan_level or self.crossing.null_is_none or consumes and self.entry
+        tail = ", __UNSET" if unset else ""
         if not leaves:
-            where = repr(row.key) if plan_level else self._where(base, key)
+            where = repr(row.key) if self.plan_level else self._where(base, key)
             return f"__value = {source}.get({key!r}{tail})", where, ""
-        at = repr(row.within) if plan_level else base
+        at = repr(row.within) if self.plan_level else base
         read = f"__value, __where = __read_renamed({source}, {key!r}, {leaves!r}, {at}{tail})"
         return read, "__where", f"; older artifacts name it {', '.join(leaves)}"
 
-    def _absent(
-        self, row: Any, crossing: Crossing, plan_level: bool, consumes: bool
-    ) -> dict[str, str]:
+    def _absent(self, consumes: bool) -> dict[str, str]:
         """The test that the key is absent, the test of a null read as None apart from it,
         and (an entry's, in the pass) the statement counting an absent key."""
-        if consumes and row.group == self.param_plan_group:
+        if consumes and self.entry:
             # An entry's keys are checked by counting: each row read counts the key absent
             # or takes it, a null only where freeze writes one (the rest refuse None), and
             # the keys taken must be all the entry's.
-            null = "__value is None" if crossing.writes_null else ""
+            null = "__value is None" if self.crossing.writes_null else ""
             return {
                 "absent_test": "__value is __UNSET",
                 "null": null,
                 "count_absent": "__absent += 1",
             }
-        if crossing.null_is_none:  # null is None, an absent key the default
+        if self.crossing.null_is_none:  # null is None, an absent key the default
             return {"absent_test": "__value is __UNSET", "null": "__value is None"}
-        return {"absent_test": "__value is None" + (" or __value is __UNSET" if plan_level else "")}
+        return {
+            "absent_test": "__value is None" + (" or __value is __UNSET" if self.plan_level else "")
+        }
 
-    def _refusals(
-        self, row: Any, crossing: Crossing, where: str, plan_level: bool
-    ) -> dict[str, str]:
+    def _refusals(self, where: str) -> dict[str, str]:
         """What strict runs for a value freeze never writes: a null at the plan level, a
         falsy value, the default."""
-        found = {}
-        if plan_level and not crossing.writes_null:
+        crossing, found = self.crossing, {}
+        if self.plan_level and not crossing.writes_null:
             found["refuse_null"] = f"__refuse_null({where}, absent={crossing.absent})"
-        if crossing.written is self.written.TRUTHY:
+        if crossing.written is self.run.written.TRUTHY:
             found["refuse_falsy"] = f"__refuse_falsy(__value, {where})"
-        if crossing.written is self.written.NOT_DEFAULT and crossing.absent_parsed is not None:
+        if crossing.written is self.run.written.NOT_DEFAULT and crossing.absent_parsed is not None:
             found["refuse_default"] = f"__refuse_default(__value, {where})"
-            found["default_test"] = _is_default(row.name, crossing)
+            found["default_test"] = _is_default(self.row.name, crossing)
         return found
 
-    def _call(self, crossing: Crossing, where: str, consumes: bool) -> dict[str, str]:
+    def _call(self, where: str, consumes: bool) -> dict[str, str]:
         """The live value of a present value, the type test of the values taken as they
         are, and (the pass) the members of the objects counted."""
-        consume = crossing.rebuild_record.consume if consumes else None
+        record = self.crossing.rebuild_record
+        consume = record.consume if consumes else None
         if consume is not None:
             if consume.counted:
                 return {"call": "__value", "counted": f"{_own(consume.call)}(__value)"}
             return {"call": f"{_own(consume.call)}(__value)"}
-        call = self._rebuild_call(crossing, where)
-        shortcut = crossing.rebuild_record.rebuild_shortcut
+        call, shortcut = self._rebuild_call(where), record.rebuild_shortcut
         if shortcut and shortcut.call:
             call = f"{_own(shortcut.call)}(__value) or {call}"
         types = _type_test(shortcut.exactly) if shortcut and shortcut.exactly else ""
         return {"call": call, "types": types, "counted": "__counted(__value)" if consumes else ""}
 
-    def _taking(self, table: Table, row: Any, where: str, consumes: bool) -> dict[str, str]:
+    def _rebuild_call(self, where: str) -> str:
+        """The call of the row's rebuild function; one that builds Targets is passed what
+        the rebuild's caller allowed (``targets``, made from its ``allow_targets``)."""
+        trusted = ", __targets" if self.crossing.rebuild_record.targets else ""
+        return f"{_own(self.crossing.function('rebuild'))}(__value, {where}{trusted})"
+
+    def _taking(self, where: str, consumes: bool) -> dict[str, str]:
         """How a present value becomes the live one: the kinds template's loop, or the call;
         and an entry's part of a derived key, gathered."""
-        crossing = table.crossing_of(row)
-        found = self.gathers.get(row.key) if row.group == self.param_plan_group else None
-        gather = f"{_own(found.call)}(__fqn, {row.name}, __gathered)" if found else ""
+        crossing, found = self.crossing, self.run.gathers.get(self.row.key) if self.entry else None
+        gather = f"{_own(found.call)}(__fqn, {self.row.name}, __gathered)" if found else ""
         consume = crossing.rebuild_record.consume if consumes else None
         shortcut = crossing.rebuild_record.rebuild_shortcut
-        plan_level = row.group in table.top_level_groups
         loop: dict[str, str] = {}
         if consume and consume.inline:
             loop = {"inline": consume.inline, "parse": _own(consume.parse)}
             loop["lookup"] = _own(consume.lookup)
-        elif not (consumes or plan_level or crossing.null_is_none) and shortcut and shortcut.inline:
+        elif (
+            not (consumes or self.plan_level or crossing.null_is_none)
+            and shortcut
+            and shortcut.inline
+        ):
             loop = {"inline": shortcut.inline, "lookup": _own(shortcut.lookup)}
-            loop["slow"] = self._rebuild_call(crossing, where)
+            loop["slow"] = self._rebuild_call(where)
         if not loop:
-            return {"gather": gather, **self._call(crossing, where, consumes)}
+            return {"gather": gather, **self._call(where, consumes)}
         if found and found.unless:  # the loop gathers; the kind's call, then the walk
             unless = _own(found.unless)
             return {**loop, "gather_unless": unless, "slow_gather": "" if consumes else gather}
         return {**loop, "gather": gather}
 
-    def read(self, table: Table, row: Any, consumes: bool = False) -> ReadBlock:
+    def _read(self, consumes: bool) -> ReadBlock:
         """The row's read: its rebuild assignment (a derived key's strict check), or where
         ``consumes`` its block in read_plan's one pass."""
-        crossing = table.crossing_of(row)
-        if table.roles[row.group] == DERIVED:
-            return self._derived(row, crossing)
-        plan_level = row.group in table.top_level_groups
-        read, where, older = self._read(table, row, consumes)
+        if self.derived:
+            return self._derived_check()
+        read, where, older = self._source(consumes)
+        crossing = self.crossing
         return ReadBlock(
-            comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
+            comment=f"{self.row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
             read=read,
             consumes=consumes,
-            target=row.name,
+            target=self.row.name,
             annotation=crossing.annotation,
             default=crossing.absent,
-            **self._absent(row, crossing, plan_level, consumes),
-            **self._refusals(row, crossing, where, plan_level),
-            **self._taking(table, row, where, consumes),
+            **self._absent(consumes),
+            **self._refusals(where),
+            **self._taking(where, consumes),
         )
 
 
@@ -445,25 +443,24 @@ def taken_names(tables: Tables) -> frozenset[str]:
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     """Decide every keyed row's blocks, and write_plan's shortcuts and checks."""
     gathers = _gathers(tables, form.GROUP_PARAM_PLAN)
-    maker = BlockMaker(kinds, form, gathers)
+    run = Run(kinds.written, form.field_path, form.GROUP_PARAM_PLAN, gathers)
     rows: dict[tuple[str, str], Row] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
     optional: set[str] = set()
     for table in tables:
         for row in table.keyed:
-            rows[table.name, row.name] = maker.row(table, row)
-            if found := maker.entry_shortcut(row, table.crossing_of(row)):
-                parameter, copy, live, check = found
+            found = rows[table.name, row.name] = Row(run, table, row)
+            if found.shortcut:
+                parameter, copy, live, check = found.shortcut
                 if shortcuts.setdefault(parameter, (copy, live)) != (copy, live):
                     raise GeneratorError(
                         f"{table.label(row)}: write_plan's shortcut {live} and another's "
                         f"both stand for {copy}: give the kinds one write shortcut for it"
                     )
                 checks[check] = (*checks.get(check, ()), row.key)
-            top_level = row.group in table.top_level_groups and not row.within
-            top_level = top_level and table.roles[row.group] != DERIVED
-            if top_level and table.crossing_of(row).written is not kinds.written.ALWAYS:
+            top_level = found.plan_level and not row.within and not found.derived
+            if top_level and found.crossing.written is not kinds.written.ALWAYS:
                 optional.add(row.leaf)
     words = Words(taken_names(tables))
     return Blocks(rows, bool(gathers), shortcuts, checks, frozenset(optional), words)
