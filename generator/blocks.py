@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
+import io
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -22,10 +23,6 @@ if TYPE_CHECKING:
 # a plan-level key the document does not hold. Imported where a block uses it.
 SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
-# The builtins each module's template calls itself, beside those its blocks call.
-_TEMPLATE_BUILTINS = {"freeze": {"len"}, "rebuild": {"Exception", "dict", "len", "str", "type"}}
-# A word of an expression, or a literal (a key or a path, never a name) skipped whole.
-_WORD = re.compile(r"""'[^']*'|"[^"]*"|(\w+)""")
 
 # Where a spec-table group's block reads and writes: the entry, and the paths' functions.
 _SPEC_PLACES = {
@@ -412,22 +409,22 @@ class Blocks:
         """The inline loops the rebuild of ``table``'s rows writes."""
         return {self.row(table, row).rebuild.inline for row in table.keyed} - {""}
 
-    def imports(self, step: str, defined: frozenset[str]) -> dict[str, list[str]]:
-        """The kinds functions and shapes names the module of ``step`` imports, and the
-        builtins it binds (under their own names): those its blocks print, sorted."""
-        steps = ("freeze",) if step == "freeze" else ("rebuild", "consume")
-        blocks = [getattr(row, s) for row in self.rows.values() for s in steps]
-        texts = [t for b in blocks if b for t in vars(b).values() if isinstance(t, str)]
-        words = {word[1] for text in texts for word in _WORD.finditer(text)}
-        calls = {name for name in defined | SHAPES_NAMES | _BUILTINS if _own(name) in words}
-        if step == "freeze":
-            calls |= {name for pair in self.entry_shortcuts.values() for name in pair}
-            calls |= set(self.live_checks) | ({"UNSET"} if self.optional_keys else set())
-        return {
-            "functions": sorted(calls & (defined - SHAPES_NAMES)),
-            "shapes": sorted(calls & SHAPES_NAMES),
-            "builtins": sorted(calls & _BUILTINS - defined | _TEMPLATE_BUILTINS[step]),
-        }
+
+def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
+    """What a generated module imports: of the names its code (``body``) calls as its own
+    (``__name``), the kinds module's functions, shapes' names and the builtins it binds,
+    sorted. The code is the import list's one source: no block lists its calls again."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(body).readline)
+        words = {token.string for token in tokens if token.type == tokenize.NAME}
+    except (tokenize.TokenError, SyntaxError):  # black names what is wrong with the code
+        words = set()
+    used = {name for name in defined | SHAPES_NAMES | _BUILTINS if _own(name) in words}
+    return {
+        "functions": sorted(used & (defined - SHAPES_NAMES)),
+        "shapes": sorted(used & SHAPES_NAMES),
+        "builtins": sorted(used & _BUILTINS - defined),
+    }
 
 
 def taken_names(tables: Tables) -> frozenset[str]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from .artifact_schema import schema_globals
-from .blocks import Blocks
+from .blocks import Blocks, module_imports
 from .cache import Bytecode
 from .config import Config
 from .errors import GeneratorError
@@ -86,7 +87,7 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
     env.globals["kind_names_module"] = config.kinds
-    env.globals["kinds_defined"] = kinds.defined
+    env.globals["module_imports"] = partial(module_imports, kinds.defined)
     env.globals.update(schema_globals(kinds, form))
     return env
 
