@@ -1,5 +1,5 @@
 """Each row's freeze block and reads, decided here from its crossing (``kinds.j2`` prints
-them; a generated module imports the names its blocks call)."""
+them); a generated module imports the names its code calls."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from .table import DERIVED, Table, Tables
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing, Gather
 
-# Names a block may use that shardplan.artifact.shapes defines, not the kinds module: UNSET,
-# a plan-level key the document does not hold. Imported where a block uses it.
+# Names generated code may use that shardplan.artifact.shapes defines, not the kinds module:
+# UNSET, a plan-level key the document does not hold.
 SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 
@@ -80,10 +80,9 @@ class FreezeBlock:
 class ReadBlock:
     """One row's read as kinds.j2's ``read`` lays it out: its rebuild assignment or, where
     ``consumes``, its block in read_plan's one pass over a document it alone holds (strict
-    always). Every text is printed, so the names they call are the module's imports. In the
-    pass, a null under a key freeze writes none under fails: an entry's at the type test, the
-    consume function or ``counted``, a rule's in index_rules; an older name fails the pass's
-    key check, and the pair's path reads it."""
+    always). In the pass, a null under a key freeze writes none under fails: an entry's at
+    the type test, the consume function or ``counted``, a rule's in index_rules; an older
+    name fails the pass's key check, and the pair's path reads it."""
 
     comment: str = ""
     read: str = ""
@@ -164,6 +163,9 @@ class Row:
         self.plan_level = row.group in table.top_level_groups
         self.derived = table.roles[row.group] == DERIVED
         self.entry = row.group == run.entries
+        # A top-level key freeze may leave out: CodegenMeta holds UNSET where it is absent.
+        top_level = self.plan_level and not row.within and not self.derived
+        self.optional = top_level and self.crossing.written is not run.written.ALWAYS
         self.shortcut = self._entry_shortcut()
         self.freeze = self._freeze()
         self.rebuild = self._read(consumes=False)
@@ -387,9 +389,6 @@ class Blocks:
     # entry keys write_plan writes live, by the plan-wide check of their values.
     entry_shortcuts: dict[str, tuple[str, str]]
     live_checks: dict[str, tuple[str, ...]]
-    # The top-level keys freeze may leave out (written when not None or truthy): CodegenMeta
-    # holds UNSET for such a key the document does not have.
-    optional_keys: frozenset[str]
     words: Words
 
     def row(self, table: Table, row: Any) -> Row:
@@ -444,7 +443,6 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     rows: dict[tuple[str, str], Row] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
-    optional: set[str] = set()
     for table in tables:
         for row in table.keyed:
             found = rows[table.name, row.name] = Row(run, table, row)
@@ -456,11 +454,8 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
                         f"both stand for {copy}: give the kinds one write shortcut for it"
                     )
                 checks[check] = (*checks.get(check, ()), row.key)
-            top_level = found.plan_level and not row.within and not found.derived
-            if top_level and found.crossing.written is not kinds.written.ALWAYS:
-                optional.add(row.leaf)
     words = Words(taken_names(tables))
-    return Blocks(rows, bool(gathers), shortcuts, checks, frozenset(optional), words)
+    return Blocks(rows, bool(gathers), shortcuts, checks, words)
 
 
 def _gathers(tables: Tables, entries: str) -> dict[str, Gather]:
