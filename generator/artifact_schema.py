@@ -7,12 +7,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .kinds import KindFacts
-from .table import DERIVED, Format, Table
+from .table import DERIVED, Table
 
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing
 
-SCHEMA_ID = "https://specgen.invalid/schemas/codegen_meta.schema.json"
 # JSON Schema's type names -> the exact Python types json.loads gives for them.
 _PYTHON_TYPES = {
     "object": "dict",
@@ -93,15 +92,12 @@ def _rebuild_function(defined: frozenset[str], record: str) -> str:
     return f"rebuild_{record}" if f"rebuild_{record}" in defined else f"check_{record}"
 
 
-def schema_globals(kinds: KindFacts, form: Format) -> dict[str, Any]:
+def schema_globals(kinds: KindFacts) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read, by name."""
     return {
         "kind_names": kinds.names,
         "kind_records": kinds.records,
         "rebuild_function": partial(_rebuild_function, kinds.defined),
         "python_types": _python_types,
-        "schema_id": SCHEMA_ID,
-        "placement_pattern": form.module.PLACEMENT_PATTERN,
-        "target_pattern": f"^{form.module.DOTTED_PATH_PATTERN}$",
         "schema_properties": _properties,
     }

@@ -83,18 +83,16 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.filters["merged"] = lambda first, second: {**first, **second}
     env.filters["isort"] = isort_order
-    env.globals["templates_folder"] = config.templates_name
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
     env.globals["kind_names_module"] = config.kinds
     env.globals["module_imports"] = partial(module_imports, kinds.defined)
-    env.globals.update(schema_globals(kinds, form))
+    env.globals.update(schema_globals(kinds))
     return env
 
 
-def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
+def _template_error(folder: str, exc: Exception) -> GeneratorError:
     """A one-place message for a Jinja error: ``templates/<file>:<line>: <what>``."""
-    folder = env.globals["templates_folder"]
     if isinstance(exc, jinja2.TemplateNotFound):
         return GeneratorError(f"{folder}/: template {exc.name!r} not found (imported by another)")
     # Jinja rewrites the tracebacks of render() so template frames carry the template's
@@ -116,7 +114,7 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
 def _check_outputs(env: jinja2.Environment, config: Config) -> None:
     """Refuse a declared output without its template, a template of no declared output, and
     a missing kinds.j2."""
-    folder = env.globals["templates_folder"]
+    folder = config.templates_name
     available = set(env.list_templates())
     if KINDS_TEMPLATE not in available:
         raise GeneratorError(
@@ -164,7 +162,7 @@ def render_outputs(
         except GeneratorError:
             raise
         except Exception as exc:
-            raise _template_error(env, exc) from None
+            raise _template_error(config.templates_name, exc) from None
         if out_name.endswith(".json"):  # invalid Python is found by black's parse (emit)
             try:
                 json.loads(source)
