@@ -107,7 +107,6 @@ class ReadBlock:
     check: str = ""
     gather: str = ""
     gather_unless: str = ""
-    slow_gather: str = ""
 
 
 def _is_default(name: str, crossing: Crossing, negated: bool = False) -> str:
@@ -354,9 +353,8 @@ class Row:
             loop["slow"] = self._rebuild_call(where)
         if not loop:
             return {"gather": gather, **self._call(where, consumes)}
-        if found and found.unless:  # the loop gathers; the kind's call, then the walk
-            unless = _own(found.unless)
-            return {**loop, "gather_unless": unless, "slow_gather": "" if consumes else gather}
+        if found and found.unless:  # the loop gathers; the rebuild's slow path, the kind's
+            loop["gather_unless"] = _own(found.unless)
         return {**loop, "gather": gather}
 
     def _read(self, consumes: bool) -> ReadBlock:
