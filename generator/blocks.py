@@ -336,19 +336,17 @@ class Row:
     def _taking(self, where: str, consumes: bool) -> dict[str, str]:
         """How a present value becomes the live one: the kinds template's loop, or the call;
         and an entry's part of a derived key, gathered."""
-        crossing, found = self.crossing, self.run.gathers.get(self.row.key) if self.entry else None
+        crossing = self.crossing
+        found = self.run.gathers.get(self.row.key) if self.entry else None
         gather = f"{_own(found.call)}(__fqn, {self.row.name}, __gathered)" if found else ""
         consume = crossing.rebuild_record.consume if consumes else None
         shortcut = crossing.rebuild_record.rebuild_shortcut
+        in_rebuild = not (consumes or self.plan_level or crossing.null_is_none)
         loop: dict[str, str] = {}
         if consume and consume.inline:
             loop = {"inline": consume.inline, "parse": _own(consume.parse)}
             loop["lookup"] = _own(consume.lookup)
-        elif (
-            not (consumes or self.plan_level or crossing.null_is_none)
-            and shortcut
-            and shortcut.inline
-        ):
+        elif in_rebuild and shortcut and shortcut.inline:
             loop = {"inline": shortcut.inline, "lookup": _own(shortcut.lookup)}
             loop["slow"] = self._rebuild_call(where)
         if not loop:
