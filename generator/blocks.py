@@ -406,9 +406,9 @@ class Blocks:
 
 
 def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
-    """What a generated module imports: of the names its code (``body``) calls as its own
-    (``__name``), the kinds module's functions, shapes' names and the builtins it binds,
-    sorted. The code is the import list's one source: no block lists its calls again."""
+    """What a generated module imports, read from its code (``body``), the one source: the
+    names it calls as its own (``__name``) that the kinds module or shapes define, in isort's
+    order, and the builtins it binds."""
     try:
         tokens = tokenize.generate_tokens(io.StringIO(body).readline)
         words = {token.string for token in tokens if token.type == tokenize.NAME}
@@ -416,10 +416,16 @@ def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
         words = set()
     used = {name for name in defined | SHAPES_NAMES | _BUILTINS if _own(name) in words}
     return {
-        "functions": sorted(used & (defined - SHAPES_NAMES)),
-        "shapes": sorted(used & SHAPES_NAMES),
+        "functions": sorted(used & (defined - SHAPES_NAMES), key=_isort),
+        "shapes": sorted(used & SHAPES_NAMES, key=_isort),
         "builtins": sorted(used & _BUILTINS - defined),
     }
+
+
+def _isort(name: str) -> tuple[int, str]:
+    """The order isort (ruff's I rules) keeps names in one import: constants, classes, then
+    functions."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
 def taken_names(tables: Tables) -> frozenset[str]:

@@ -61,12 +61,6 @@ def _check_template_files(config: Config) -> None:
             ) from None
 
 
-def isort_order(names: list[str]) -> list[str]:
-    """Names in the order isort (ruff's I rules) keeps in one import: constants, classes,
-    then functions."""
-    return sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n))
-
-
 def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
     _check_template_files(config)
@@ -82,7 +76,6 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.filters["pyrepr"] = pyrepr
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.filters["merged"] = lambda first, second: {**first, **second}
-    env.filters["isort"] = isort_order
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
     env.globals["kind_names_module"] = config.kinds
