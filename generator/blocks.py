@@ -288,16 +288,11 @@ class Row:
             # or takes it, a null only where freeze writes one (the rest refuse None), and
             # the keys taken must be all the entry's.
             null = "__value is None" if self.crossing.writes_null else ""
-            return {
-                "absent_test": "__value is __UNSET",
-                "null": null,
-                "count_absent": "__absent += 1",
-            }
+            return dict(absent_test="__value is __UNSET", null=null, count_absent="__absent += 1")
         if self.crossing.null_is_none:  # null is None, an absent key the default
             return {"absent_test": "__value is __UNSET", "null": "__value is None"}
-        return {
-            "absent_test": "__value is None" + (" or __value is __UNSET" if self.plan_level else "")
-        }
+        unset = " or __value is __UNSET" if self.plan_level else ""
+        return {"absent_test": "__value is None" + unset}
 
     def _refusals(self, where: str) -> dict[str, str]:
         """What strict runs for a value freeze never writes: a null at the plan level, a
