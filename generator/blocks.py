@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import io
-import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -405,9 +403,8 @@ def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
     names it calls as its own (``__name``) that the kinds module or shapes define, in isort's
     order, and the builtins it binds."""
     try:
-        tokens = tokenize.generate_tokens(io.StringIO(body).readline)
-        words = {token.string for token in tokens if token.type == tokenize.NAME}
-    except (tokenize.TokenError, SyntaxError):  # black names what is wrong with the code
+        words = {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
+    except SyntaxError:  # black names what is wrong with the code
         words = set()
     used = {name for name in defined | SHAPES_NAMES | _BUILTINS if _own(name) in words}
     return {
