@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
 from .artifact_schema import schema_globals
-from .blocks import Blocks
+from .blocks import Blocks, module_imports
 from .cache import Bytecode
 from .config import Config
 from .errors import GeneratorError
@@ -25,15 +26,13 @@ OUTPUT_TEMPLATE_SUFFIXES = (".py.j2", ".json.j2", ".md.j2")
 
 def pyrepr(value: Any) -> str:
     """A Python literal for a str, int, bool, None or a tuple of them."""
-    if isinstance(value, jinja2.Undefined):
-        value._fail_with_undefined_error()  # StrictUndefined: raises, naming the variable
-    if isinstance(value, tuple):
-        for item in value:
-            pyrepr(item)
-    elif value is not None and not isinstance(value, (str, int, bool)):
-        raise jinja2.TemplateRuntimeError(
-            f"pyrepr: {value!r} ({type(value).__name__}) has no safe literal form"
-        )
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, jinja2.Undefined):
+            item._fail_with_undefined_error()  # StrictUndefined: raises, naming the variable
+        if item is not None and not isinstance(item, (str, int, bool)):
+            raise jinja2.TemplateRuntimeError(
+                f"pyrepr: {item!r} ({type(item).__name__}) has no safe literal form"
+            )
     return repr(value)
 
 
@@ -62,12 +61,6 @@ def _check_template_files(config: Config) -> None:
             ) from None
 
 
-def isort_order(names: list[str]) -> list[str]:
-    """Names in the order isort (ruff's I rules) keeps in one import: constants, classes,
-    then functions."""
-    return sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n))
-
-
 def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
     """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
     _check_template_files(config)
@@ -83,19 +76,16 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
     env.filters["pyrepr"] = pyrepr
     env.filters["json"] = json.dumps  # JSON outputs: every value goes through it
     env.filters["merged"] = lambda first, second: {**first, **second}
-    env.filters["isort"] = isort_order
-    env.globals["templates_folder"] = config.templates_name
     env.globals["fmt"] = form.module
     env.globals["kinds_module"] = kinds.module
     env.globals["kind_names_module"] = config.kinds
-    env.globals["kinds_defined"] = kinds.defined
-    env.globals.update(schema_globals(kinds, form))
+    env.globals["module_imports"] = partial(module_imports, kinds.defined)
+    env.globals.update(schema_globals(kinds))
     return env
 
 
-def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
+def _template_error(folder: str, exc: Exception) -> GeneratorError:
     """A one-place message for a Jinja error: ``templates/<file>:<line>: <what>``."""
-    folder = env.globals["templates_folder"]
     if isinstance(exc, jinja2.TemplateNotFound):
         return GeneratorError(f"{folder}/: template {exc.name!r} not found (imported by another)")
     # Jinja rewrites the tracebacks of render() so template frames carry the template's
@@ -114,10 +104,15 @@ def _template_error(env: jinja2.Environment, exc: Exception) -> GeneratorError:
     return GeneratorError(f"{where}: {exc}")
 
 
-def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
-    """Map each declared output to its template, refusing a missing or an undeclared one."""
-    folder = env.globals["templates_folder"]
+def _check_outputs(env: jinja2.Environment, config: Config) -> None:
+    """Refuse a declared output without its template, a template of no declared output, and
+    a missing kinds.j2."""
+    folder = config.templates_name
     available = set(env.list_templates())
+    if KINDS_TEMPLATE not in available:
+        raise GeneratorError(
+            f"{folder}/{KINDS_TEMPLATE} is missing: it lays out each row's block; restore it"
+        )
     for name in config.outputs:
         if f"{name}{TEMPLATE_SUFFIX}" not in available:
             raise GeneratorError(
@@ -132,7 +127,6 @@ def output_templates(env: jinja2.Environment, config: Config) -> dict[str, str]:
                 f'{folder}/{template} renders no declared output: add "{output}" to outputs '
                 "in [tool.specgen] of pyproject.toml, or remove the template"
             )
-    return {name: f"{name}{TEMPLATE_SUFFIX}" for name in config.outputs}
 
 
 def render_outputs(
@@ -144,12 +138,7 @@ def render_outputs(
 ) -> dict[str, str]:
     """Render each declared output (unformatted) once, by file name; ``lock``: the table lock
     to write."""
-    templates = output_templates(env, config)
-    if KINDS_TEMPLATE not in env.list_templates():
-        raise GeneratorError(
-            f"{env.globals['templates_folder']}/{KINDS_TEMPLATE} is missing: it lays out each "
-            "row's block; restore it"
-        )
+    _check_outputs(env, config)
     context = {
         "tables": tables,
         "table_digests": {table.module: table.digest for table in tables},
@@ -158,14 +147,15 @@ def render_outputs(
         "lock": lock,
     }
     sources: dict[str, str] = {}
-    for out_name, template in templates.items():
+    for out_name in config.outputs:
+        template = f"{out_name}{TEMPLATE_SUFFIX}"
         module_file = f"{config.output_name}/{out_name}"
         try:  # any error a template raises ({{ 1 // 0 }} too): one message, never a traceback
             source = env.get_template(template).render(context, module_file=module_file)
         except GeneratorError:
             raise
         except Exception as exc:
-            raise _template_error(env, exc) from None
+            raise _template_error(config.templates_name, exc) from None
         if out_name.endswith(".json"):  # invalid Python is found by black's parse (emit)
             try:
                 json.loads(source)

@@ -194,3 +194,22 @@ def test_a_plan_key_python_keeps_exits_2_and_writes_nothing(repo_copy: Path) -> 
                 "of CodegenMeta and begins with two underscores, which Python keeps"
             ) in result.stderr, result.stderr
     assert snapshot(repo_copy / "generated") == before
+
+
+def test_a_generated_module_imports_exactly_the_names_its_code_calls() -> None:
+    """The import list is read from the module's code: a name in a docstring, a comment or a
+    string literal is no call, and a builtin is bound only where the code calls it."""
+    from generator.blocks import module_imports
+
+    defined = frozenset({"freeze_x", "rebuild_y", "Replicate", "UNSET_TOO"})
+    body = (
+        "def f(__value):\n"
+        '    """__rebuild_y, in a docstring."""\n'
+        "    # __len in a comment\n"
+        "    return __freeze_x(__value) or __Replicate(__type(__value)) or __UNSET or '__dict'\n"
+    )
+    assert module_imports(defined, body) == {
+        "functions": ["Replicate", "freeze_x"],
+        "shapes": ["UNSET"],
+        "builtins": ["type"],
+    }
