@@ -313,7 +313,6 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
                 freeze=r.freeze,
                 rebuild=r.rebuild,
                 written=Written(r.written or "not None"),
-                absent=r.absent or "None",
                 absent_parsed=parse_literal(r.absent or "None")[0],
                 annotation="str | None",
                 freeze_record=KINDS["scalar"],
