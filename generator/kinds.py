@@ -26,9 +26,9 @@ PREFIXES = ("freeze", "rebuild", "check")
 DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
 DECLARED += ("Written", "field_types", "parse_literal", "default_literal", "record_type")
 DECLARED += ("members", "admits", "shown_type")
-# The loops templates/kinds.j2 writes in place of a part's call ("": none), and what each
-# part that may ask for one must then name.
-INLINE_LOOPS = ("", "placement_table")
+# The loops templates/kinds.j2 writes in place of a part's call, and what each part that
+# may ask for one (inline=) must then set.
+INLINE_LOOPS = ("placement_table",)
 _INLINE_NEEDS = {"rebuild_shortcut": ("lookup",), "consume": ("lookup", "parse", "counted")}
 # The step whose function a record's part stands for, and the functions each part calls.
 _STEPS = {"reads_back": "freeze", "freeze_shortcut": "freeze", "write_shortcut": "freeze"}
@@ -183,17 +183,12 @@ def _record_problems(
     ]
     for part, needs in _INLINE_NEEDS.items():
         how = getattr(record, part)
-        inline, missing = (
-            (how.inline, [n for n in needs if not getattr(how, n)]) if how else ("", [])
-        )
-        if inline not in INLINE_LOOPS:
-            loops = ", ".join(map(repr, INLINE_LOOPS))
+        unset = [need for need in needs if how and not getattr(how, need)]
+        if how and how.inline and (how.inline not in INLINE_LOOPS or unset):
+            loops = _listed([repr(loop) for loop in INLINE_LOOPS])
             found.append(
-                f"{at}: {part} inline={inline!r} is no loop the kinds template writes ({loops})"
-            )
-        elif inline and missing:
-            found.append(
-                f"{at}: {part} inline={inline!r} writes its calls in place: set {_listed(missing)}"
+                f"{at}: {part} inline={how.inline!r}: the kinds template writes {loops} in "
+                f"place, which needs {_listed(list(needs))} set"
             )
     return found
 

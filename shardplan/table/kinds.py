@@ -45,10 +45,10 @@ class Written(StrEnum):
 @dataclass(frozen=True)
 class Shortcut:
     """What gives a kind function's result for the common value, so generated code calls the
-    function (and builds its error path) only off it: ``call(value)``, the result or a falsy
-    value where the function must decide; or, ``exactly``, a value of exactly one of these
-    types is the result itself. ``inline`` names the loop of templates/kinds.j2 that writes
-    ``call`` out in place ("placement_table": each text becomes ``lookup(text)``)."""
+    function only off it: ``call(value)``, the result or a falsy value where the function
+    must decide; or a value of exactly one of the types ``exactly`` is the result itself.
+    ``inline``: the loop of templates/kinds.j2 writing ``call`` out in place, which calls
+    ``lookup`` ("placement_table": each placement text, None for one not seen)."""
 
     call: str = ""
     exactly: tuple[type, ...] = ()
@@ -58,9 +58,8 @@ class Shortcut:
 
 @dataclass(frozen=True)
 class WriteShortcut:
-    """write_plan's shortcut: ``live(value)`` gives the live value where it may be written as
-    it stands, else a falsy value; ``check(param_plan, keys)`` whether every live value under
-    those entry keys may be (else write_plan takes freeze_plan's path)."""
+    """write_plan's: ``live(value)`` is the live value where it may be written as it stands,
+    else falsy; ``check(param_plan, keys)`` whether every value under those entry keys is."""
 
     live: str
     check: str
@@ -68,12 +67,11 @@ class WriteShortcut:
 
 @dataclass(frozen=True)
 class Consume:
-    """How read_plan's one pass takes a value of the document it decoded and alone holds:
-    ``call(value)`` takes what the rebuild function accepts, the document's own containers
-    where it can, and raises NotConsumed for the rest (the read then takes the pair's path,
-    which names the defect). ``counted``: it converts the value in place and gives the
-    members of its objects. ``inline`` and ``lookup`` as Shortcut's, ``parse(text)`` for a
-    text ``lookup`` has not seen (NotConsumed for no placement)."""
+    """How read_plan's one pass takes a value of the document it alone holds: ``call(value)``
+    takes what the rebuild function accepts, the document's containers where it can, and
+    raises NotConsumed for the rest (the read then takes the pair's path, which names the
+    defect). ``counted``: it converts in place and gives the members of its objects.
+    ``inline`` and ``lookup`` as Shortcut's; ``parse(text)`` for a text not seen."""
 
     call: str
     counted: bool = False
@@ -84,11 +82,10 @@ class Consume:
 
 @dataclass(frozen=True)
 class Gather:
-    """A derived record gathered in the rebuild's one walk: for the entry row under ``key``,
-    ``call(fqn, live_value, gathered)`` appends what its rebuilt value contributes, and
-    strict rebuild runs ``check(value, path, gathered, param_plan)`` instead of the record's
-    check_ function. An inline loop gathers as ``call`` does: a name holding any placement
-    not of the type ``unless``."""
+    """A derived record gathered in the rebuild's one walk: ``call(fqn, live_value,
+    gathered)`` adds what the entry row under ``key`` contributes, and strict rebuild runs
+    ``check(value, path, gathered, param_plan)`` instead of ``check_<record>``; an inline
+    loop adds each name holding any placement not of type ``unless``."""
 
     key: str
     call: str
@@ -98,15 +95,14 @@ class Gather:
 
 @dataclass(frozen=True, kw_only=True)
 class Record:
-    """What one conversion means: ``shows`` and ``schema`` are how generated/fields.md names
-    the JSON type rebuild accepts and its JSON Schema (null added where the row writes null),
-    ``held_as`` the annotation of a CodegenMeta field holding a top-level key of it, ``gives``
-    the live type its rebuild returns (over the plan classes' module: the type law holds it
-    against a field's annotation). ``reads_back``: the records whose rebuild reads back all
-    its freeze writes (tests/convert/test_closure.py checks each pair; another pair's value
-    is read back at freeze by ``admit``). The shortcuts are optional (tests/convert/
-    test_shortcuts.py checks they give what the functions give). ``targets``: its rebuild
-    builds Targets, taking what the caller allowed (shardplan.convert.trust.Admission)."""
+    """What one conversion means. ``shows``, ``schema``: the JSON type rebuild accepts, as
+    generated/fields.md names it and as JSON Schema (null added where the row writes null).
+    ``held_as``: the annotation of a CodegenMeta field holding a top-level key of it.
+    ``gives``: the live type its rebuild returns (the type law holds it to the field's
+    annotation). ``reads_back``: the records whose rebuild reads back all its freeze writes
+    (tests/convert/test_closure.py; any other pair's value is read back at freeze by
+    ``admit``). Shortcuts are optional (tests/convert/test_shortcuts.py checks them).
+    ``targets``: its rebuild builds Targets, passed what the caller allowed."""
 
     shows: str
     schema: dict[str, Any]
@@ -134,8 +130,8 @@ class Writes:
 
 @dataclass(frozen=True)
 class Reads:
-    """A kind name's rebuild: the record whose function it calls, and what an absent key
-    gives (a Python literal; "" where the dataclass field's default decides)."""
+    """A kind name's rebuild: its record, and what an absent key gives (a Python literal;
+    "": the dataclass field's default)."""
 
     record: str
     absent: str = ""
@@ -344,10 +340,9 @@ KIND_NAMES: dict[str, KindName] = {
 @dataclass(frozen=True)
 class Crossing:
     """One keyed row, resolved once: the record each step calls, when freeze writes the key,
-    the value an absent key rebuilds to, and the field it fills: its annotation as written
-    and resolved (``hint``; "" and Any for a derived key, which fills none). The generator
-    adds how it breaks the laws of docs/contract.md §6, said as what comes back instead
-    (generator/kinds.py; "" where they hold)."""
+    the value an absent key rebuilds to, and the field it fills, its annotation as written
+    and resolved ("" and Any for a derived key). The generator adds how it breaks the laws
+    of docs/contract.md §6, as what comes back instead ("" where they hold)."""
 
     freeze: str
     rebuild: str
@@ -367,27 +362,25 @@ class Crossing:
         return repr(self.absent_parsed)
 
     def function(self, step: str) -> str:
-        """The name of the function ``step`` calls: ``freeze_<record>``, ``rebuild_<record>``,
-        or (a derived key's rebuild) ``check_<record>``."""
+        """``freeze_<record>``, ``rebuild_<record>`` or (derived) ``check_<record>``."""
         return f"{step}_{self.freeze if step == 'freeze' else self.rebuild}"
 
     @property
     def reads_back(self) -> bool:
-        """The rebuild record reads back all the freeze record writes (else freeze reads each
-        value back with ``admit``)."""
+        """The rebuild reads back all the freeze writes (else freeze checks with ``admit``)."""
         return self.rebuild in self.freeze_record.reads_back
 
     @property
     def null_is_none(self) -> bool:
-        """A null reads back as None and an absent key as the default, which is not None
-        (written when not the default), where the field admits None. (Where it does not,
-        None is no value to write: freeze refuses it by type.)"""
+        """Written when not the default, which is not None, where the field admits None: a
+        null reads back as None, an absent key as the default. (Where it does not, freeze
+        refuses None by type.)"""
         not_none = self.absent_parsed is not None
         return self.written is Written.NOT_DEFAULT and not_none and self.admits_none
 
     @property
     def writes_null(self) -> bool:
-        """Freeze writes null for None: written always with None its absence, or null_is_none."""
+        """Freeze writes null for None: written always with None absent, or null_is_none."""
         if self.written is Written.ALWAYS:
             return self.absent_parsed is None
         return self.null_is_none
@@ -400,8 +393,8 @@ class Crossing:
 
     @property
     def written_at_absent(self) -> bool:
-        """Freeze writes the absent value: an artifact without the key, rebuilt and frozen
-        again, gains it."""
+        """Freeze writes the absent value: an artifact without the key gains it, rebuilt and
+        frozen again."""
         return self.writes(self.absent_value())
 
     def writes(self, value: Any) -> bool:
@@ -413,24 +406,20 @@ class Crossing:
         return bool(value) if self.written is Written.TRUTHY else value is not None
 
     def is_absent_value(self, value: Any) -> bool:
-        """Whether ``value`` is the absent value exactly: equal to it, and of its type
-        (``True`` is no default ``1``)."""
-        absent = self.absent_parsed
-        return type(value) is type(absent) and value == absent
+        """``value`` is the absent value exactly: equal, and of its type (``True`` is no ``1``)."""
+        return type(value) is type(self.absent_parsed) and value == self.absent_parsed
 
     def absent_value(self) -> Any:
-        """The absent value itself, a fresh object each call (deepcopy shares a scalar)."""
+        """The absent value, a fresh object each call (deepcopy shares a scalar)."""
         return copy.deepcopy(self.absent_parsed)
 
 
 # ------------------------------------------------------------ the type law's vocabulary
 #
-# A field's annotation says what its values are; a record's ``gives``, what its rebuild
-# gives. Both are resolved with the names only a type checker imports (torch's Placement,
-# Target) standing for themselves. ``admits`` is the little of PEP 484 the type law needs:
-# unions, Any, a class and its subclasses, except that a bool is no int (JSON tells them
-# apart, and so do we), an int stands for a float (PEP 484's numeric tower), and a
-# container's parameters.
+# Annotations and a record's ``gives`` are resolved with the names only a type checker
+# imports (torch's Placement, Target) standing for themselves. ``admits`` is the little of
+# PEP 484 the type law needs: unions, Any, a class and its subclasses (but a bool is no
+# int: JSON tells them apart), an int standing for a float, and a container's parameters.
 
 _STAND_INS: dict[str, type] = {}
 _CALLABLE: Any = collections.abc.Callable
@@ -463,10 +452,9 @@ def record_type(record: str) -> Any:
 
 
 def members(hint: Any) -> tuple[Any, ...]:
-    """The members of a union, else the type itself."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return tuple(m for arg in typing.get_args(hint) for m in members(arg))
-    return (hint,)
+    """The members of a union (Python flattens a union of unions), else the type itself."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return typing.get_args(hint) if union else (hint,)
 
 
 def admits(annotation: Any, given: Any) -> bool:
