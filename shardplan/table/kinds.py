@@ -351,8 +351,15 @@ class Crossing:
     annotation: str
     freeze_record: Record
     rebuild_record: Record
+    reads_back: bool  # the rebuild reads back all the freeze writes (else freeze's ``admit``)
+    # Written when not the default, which is not None, where the annotation admits None: a
+    # null reads back as None, an absent key as the default (else freeze refuses None by type).
+    null_is_none: bool
+    writes_null: bool  # freeze writes None as null: written always, None absent; or the above
+    # Freeze refuses None: it is not written, and the absent key rebuilds to something else
+    # (``is_boundary: None`` would come back ``True``).
+    refuses_none: bool
     hint: Any = Any
-    admits_none: bool = True  # the annotation admits None: only then a null reads as None
     broken_law: str = ""
     broken_type: str = ""
 
@@ -364,32 +371,6 @@ class Crossing:
     def function(self, step: str) -> str:
         """``freeze_<record>``, ``rebuild_<record>`` or (derived) ``check_<record>``."""
         return f"{step}_{self.freeze if step == 'freeze' else self.rebuild}"
-
-    @property
-    def reads_back(self) -> bool:
-        """The rebuild reads back all the freeze writes (else freeze checks with ``admit``)."""
-        return self.rebuild in self.freeze_record.reads_back
-
-    @property
-    def null_is_none(self) -> bool:
-        """Written when not the default, which is not None, where the field admits None: a
-        null reads back as None, an absent key as the default. (Where it does not, freeze
-        refuses None by type.)"""
-        not_none = self.absent_parsed is not None
-        return self.written is Written.NOT_DEFAULT and not_none and self.admits_none
-
-    @property
-    def writes_null(self) -> bool:
-        """Freeze writes null for None: written always with None absent, or null_is_none."""
-        if self.written is Written.ALWAYS:
-            return self.absent_parsed is None
-        return self.null_is_none
-
-    @property
-    def refuses_none(self) -> bool:
-        """Freeze refuses None: it is not written, and the absent key rebuilds to something
-        else (``is_boundary: None`` would come back ``True``)."""
-        return self.written is Written.NOT_NONE and self.absent_parsed is not None
 
     @property
     def written_at_absent(self) -> bool:
@@ -573,6 +554,8 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
     absent, problem = parse_literal(text)
     if problem:
         raise KindError(f"absent={problem}")
+    admits_none = field is None or admits(hint, type(None))
+    null_is_none = written is Written.NOT_DEFAULT and absent is not None and admits_none
     return Crossing(
         freeze=freeze.record,
         rebuild=rebuild.record,
@@ -581,8 +564,11 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
         annotation=str(field.type) if field else "",
         freeze_record=KINDS[freeze.record],
         rebuild_record=KINDS[rebuild.record],
+        reads_back=rebuild.record in KINDS[freeze.record].reads_back,
+        null_is_none=null_is_none,
+        writes_null=absent is None if written is Written.ALWAYS else null_is_none,
+        refuses_none=written is Written.NOT_NONE and absent is not None,
         hint=hint,
-        admits_none=field is None or admits(hint, type(None)),
     )
 
 

@@ -317,6 +317,11 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
                 annotation="str | None",
                 freeze_record=KINDS["scalar"],
                 rebuild_record=KINDS["scalar"],
+                # What the lock does not read:
+                reads_back=True,
+                null_is_none=False,
+                writes_null=False,
+                refuses_none=False,
             )
             for r in rows
         },
