@@ -98,16 +98,17 @@ class Record:
     """What one conversion means. ``shows``, ``schema``: the JSON type rebuild accepts, as
     generated/fields.md names it and as JSON Schema (null added where the row writes null).
     ``held_as``: the annotation of a CodegenMeta field holding a top-level key of it.
-    ``gives``: the live type its rebuild returns (the type law holds it to the field's
-    annotation). ``reads_back``: the records whose rebuild reads back all its freeze writes
-    (tests/convert/test_closure.py; any other pair's value is read back at freeze by
-    ``admit``). Shortcuts are optional (tests/convert/test_shortcuts.py checks them).
-    ``targets``: its rebuild builds Targets, passed what the caller allowed."""
+    ``gives``: the live type its rebuild returns, where it is not the JSON value ``held_as``
+    says (the type law holds it to the field's annotation). ``reads_back``: the records
+    whose rebuild reads back all its freeze writes (tests/convert/test_closure.py; another
+    pair's value is read back at freeze by ``admit``). Shortcuts are optional
+    (tests/convert/test_shortcuts.py checks them). ``targets``: its rebuild builds Targets,
+    passed what the caller allowed."""
 
     shows: str
     schema: dict[str, Any]
     held_as: str
-    gives: str = "Any"
+    gives: str = ""
     reads_back: tuple[str, ...] = ()
     freeze_shortcut: Shortcut | None = None
     rebuild_shortcut: Shortcut | None = None
@@ -170,7 +171,6 @@ KINDS: dict[str, Record] = {
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
-        gives="list[str]",
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
@@ -188,7 +188,6 @@ KINDS: dict[str, Record] = {
         shows="string, number or boolean",
         schema={"type": ["string", "number", "boolean"]},
         held_as="str | int | float | bool",
-        gives="str | int | float | bool",
         reads_back=("scalar",),
         freeze_shortcut=Shortcut(exactly=(str, bool)),
         rebuild_shortcut=Shortcut(exactly=(str, bool, int, float)),
@@ -197,7 +196,6 @@ KINDS: dict[str, Record] = {
         shows="boolean",
         schema={"type": "boolean"},
         held_as="bool",
-        gives="bool",
         reads_back=("bool",),
         freeze_shortcut=Shortcut(exactly=(bool,)),
         rebuild_shortcut=Shortcut(exactly=(bool,)),
@@ -206,7 +204,6 @@ KINDS: dict[str, Record] = {
         shows="integer",
         schema={"type": "integer"},
         held_as="int",
-        gives="int",
         reads_back=("scalar", "int_or_true"),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -214,7 +211,6 @@ KINDS: dict[str, Record] = {
         shows="non-zero integer or true",
         schema={"type": ["integer", "boolean"]},
         held_as="int | bool",
-        gives="int | bool",
     ),
     # The ordinary typed values a planner adds: each freezes and rebuilds exactly its type
     # (an int is no bool; a float field takes an int as it is, as PEP 484 lets it). No
@@ -223,7 +219,6 @@ KINDS: dict[str, Record] = {
         shows="integer",
         schema={"type": "integer"},
         held_as="int",
-        gives="int",
         reads_back=("typed_int",),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -231,7 +226,6 @@ KINDS: dict[str, Record] = {
         shows="number",
         schema={"type": "number"},
         held_as="float",
-        gives="float",
         reads_back=("typed_float",),
         rebuild_shortcut=Shortcut(exactly=(float, int)),
     ),
@@ -239,7 +233,6 @@ KINDS: dict[str, Record] = {
         shows="string",
         schema={"type": "string"},
         held_as="str",
-        gives="str",
         reads_back=("typed_str",),
         freeze_shortcut=Shortcut(exactly=(str,)),
         rebuild_shortcut=Shortcut(exactly=(str,)),
@@ -265,14 +258,12 @@ KINDS: dict[str, Record] = {
         shows="object",
         schema={"type": "object"},
         held_as="dict[str, Any]",
-        gives="dict[str, Any]",
         reads_back=("json_object",),
     ),
     "handler_map": Record(
         shows="object: FQN -> handler name",
         schema={"type": "object", "additionalProperties": {"type": "string"}},
         held_as="dict[str, str]",
-        gives="dict[str, str]",
         reads_back=("handler_map",),
     ),
     "pairs": Record(
@@ -290,7 +281,6 @@ KINDS: dict[str, Record] = {
         shows="array of strings",
         schema={"type": "array", "items": {"type": "string"}},
         held_as="list[str]",
-        gives="list[str]",
         reads_back=("sharded_params",),
         gather=Gather(
             key="params",
@@ -427,9 +417,9 @@ def field_types(cls: type) -> dict[str, Any]:
 
 @functools.cache
 def record_type(record: str) -> Any:
-    """What the rebuild function of ``record`` gives (its ``gives``), resolved."""
-    space = {"Any": Any}
-    return _with_stand_ins(lambda names: eval(KINDS[record].gives, space, names))  # noqa: S307
+    """What the rebuild function of ``record`` gives (its ``gives``, else ``held_as``), resolved."""
+    text, space = KINDS[record].gives or KINDS[record].held_as, {"Any": Any}
+    return _with_stand_ins(lambda names: eval(text, space, names))  # noqa: S307
 
 
 def members(hint: Any) -> tuple[Any, ...]:
