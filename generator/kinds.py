@@ -26,16 +26,19 @@ PREFIXES = ("freeze", "rebuild", "check")
 DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
 DECLARED += ("Written", "field_types", "parse_literal", "default_literal", "record_type")
 DECLARED += ("members", "admits", "shown_type")
-# The loops templates/kinds.j2 writes in place of a part's call, and what each part that
-# may ask for one (inline=) must then set.
+# A record's optional parts: the step whose function each stands for ("": none), and its
+# fields that name the functions it calls.
+_PARTS = {
+    "freeze_shortcut": ("freeze", ("call",)),
+    "rebuild_shortcut": ("rebuild", ("call", "lookup")),
+    "write_shortcut": ("freeze", ("live", "check")),
+    "consume": ("", ("call", "lookup", "parse")),
+    "gather": ("", ("call", "check", "unless")),
+}
+# The loops templates/kinds.j2 writes in place of a part's call, and what a part asking for
+# one (inline=) must set.
 INLINE_LOOPS = ("placement_table",)
 _INLINE_NEEDS = {"rebuild_shortcut": ("lookup",), "consume": ("lookup", "parse", "counted")}
-# The step whose function a record's part stands for, and the functions each part calls.
-_STEPS = {"reads_back": "freeze", "freeze_shortcut": "freeze", "write_shortcut": "freeze"}
-_STEPS |= {"rebuild_shortcut": "rebuild"}
-_CALLS = {"freeze_shortcut": ("call",), "rebuild_shortcut": ("call", "lookup")}
-_CALLS |= {"write_shortcut": ("live", "check"), "consume": ("call", "lookup", "parse")}
-_CALLS |= {"gather": ("call", "check", "unless")}
 _SCALAR_TYPES = (bool, int, float, str)
 
 
@@ -159,35 +162,34 @@ def kind_problems(
 def _record_problems(
     at: str, name: str, record: Record, functions: dict[str, set[str]], defined: set[str]
 ) -> list[str]:
-    """What one record says that its functions do not hold: a step its parts stand for, a
-    function they call, or a loop of the kinds template they ask for and what it calls."""
+    """What one record says that its functions do not hold: a step it or its parts stand
+    for, a function they call, or a loop of the kinds template they ask for."""
     found = []
     if not any(name in prefixed for prefixed in functions.values()):
         found.append(f"{at} has no function: write freeze_{name} and/or rebuild_{name}")
+    if record.reads_back and name not in functions["freeze"]:
+        found.append(f"{at}: reads_back, but there is no freeze_{name}")
     found += [
         f"{at}: reads_back names {reader!r}, which has no rebuild function"
         for reader in record.reads_back
         if reader not in functions["rebuild"] | functions["check"]
     ]
-    found += [
-        f"{at}: {part}, but there is no {step}_{name}"
-        for part, step in _STEPS.items()
-        if getattr(record, part) and name not in functions[step]
-    ]
-    found += [
-        f"{at}: shortcut {call!r} is no function the module defines"
-        for part, calls in _CALLS.items()
-        if (how := getattr(record, part))
-        for call in (getattr(how, c) for c in calls)
-        if call and call not in defined
-    ]
-    for part, needs in _INLINE_NEEDS.items():
-        how = getattr(record, part)
-        unset = [need for need in needs if how and not getattr(how, need)]
-        if how and how.inline and (how.inline not in INLINE_LOOPS or unset):
+    for part, (step, calls) in _PARTS.items():
+        if not (how := getattr(record, part)):
+            continue
+        if step and name not in functions[step]:
+            found.append(f"{at}: {part}, but there is no {step}_{name}")
+        found += [
+            f"{at}: {part} {field}={call!r} is no function the module defines"
+            for field, call in ((field, getattr(how, field)) for field in calls)
+            if call and call not in defined
+        ]
+        needs = _INLINE_NEEDS.get(part, ())
+        inline = how.inline if needs else ""  # only these parts may ask for a loop
+        if inline and (inline not in INLINE_LOOPS or not all(getattr(how, n) for n in needs)):
             loops = _listed([repr(loop) for loop in INLINE_LOOPS])
             found.append(
-                f"{at}: {part} inline={how.inline!r}: the kinds template writes {loops} in "
+                f"{at}: {part} inline={inline!r}: the kinds template writes {loops} in "
                 f"place, which needs {_listed(list(needs))} set"
             )
     return found
