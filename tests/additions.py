@@ -365,15 +365,15 @@ def offered_pairs(annotation: str, freeze: str, rebuild: str) -> list[tuple[str,
     whose row names ``freeze`` and ``rebuild`` (none where the row fits)."""
     import dataclasses as dc
 
-    from generator.kinds import law_problem
+    from generator.kinds import law_problem, resolve
     from shardplan.table import kinds
-    from shardplan.table.kinds import field_types, resolve
+    from shardplan.table.kinds import field_types
     from shardplan.table.rows import SpecField
 
     probe = dc.make_dataclass("Probe", [("x", eval(annotation), dc.field(default=None))])
     field, hint = dc.fields(probe)[0], field_types(probe)["x"]
     row = SpecField("x", "x", "param_plan", freeze, rebuild)
-    crossing = resolve(row, field, hint)
+    crossing = resolve(kinds, row, field, hint)
     if not (crossing.broken_law or crossing.broken_type):
         return []
     return re.findall(r"'(\w+)' with '(\w+)'", law_problem(kinds, row, field, crossing))
@@ -511,7 +511,9 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
     import dataclasses as dc
     import random
 
-    from shardplan.table.kinds import KindError, default_literal, resolve
+    from generator.kinds import resolve
+    from shardplan.table import kinds
+    from shardplan.table.kinds import KindError, default_literal
     from shardplan.table.rows import SpecField
     from tests.strategies import pool_of
 
@@ -534,7 +536,7 @@ def _kept_defaults(freeze: str, rebuild: str) -> list[Any]:
         if default_literal(field) is None:
             continue
         try:
-            crossing = resolve(row, field)
+            crossing = resolve(kinds, row, field)  # with the laws it breaks
         except KindError:
             continue
         # Both laws hold, and a default freeze writes (a row written always, or written

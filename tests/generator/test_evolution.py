@@ -312,11 +312,15 @@ def table(*rows: Row, retired: tuple[Retired, ...] = ()) -> Tables:
                 freeze=r.freeze,
                 rebuild=r.rebuild,
                 written=Written(r.written or "not None"),
-                absent=r.absent or "None",
                 absent_parsed=parse_literal(r.absent or "None")[0],
                 annotation="str | None",
                 freeze_record=KINDS["scalar"],
                 rebuild_record=KINDS["scalar"],
+                # What the lock does not read:
+                reads_back=True,
+                null_is_none=False,
+                writes_null=False,
+                refuses_none=False,
             )
             for r in rows
         },

@@ -190,7 +190,9 @@ def test_a_complete_new_kind_is_one_record_and_its_function(repo_copy: Path) -> 
     result = run_specgen_here(repo_copy, "generate")
     assert result.returncode == 0, result.stderr
     freeze = (repo_copy / "generated" / "freeze.py").read_text()
-    assert k('__freeze_int_nonzero(__value, __module_path(__fqn) + "._ep_size")') in freeze, freeze[-800:]
+    assert k('__freeze_int_nonzero(__value, __module_path(__fqn) + "._ep_size")') in freeze, freeze[
+        -800:
+    ]
     assert k("# _ep_size: int_nonzero, written when truthy\n") in freeze
     # The _ep_size block alone (a user's row may follow it): int_nonzero reads back as int.
     block = freeze.partition("# _ep_size")[2].split("\n        # ")[0]
@@ -248,8 +250,8 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
         (
             'rebuild_shortcut=Shortcut(call="common_string_tuple"),',
             'rebuild_shortcut=Shortcut(call="common_tuple_of_nothing"),',
-            "KINDS['name_tuple']: shortcut 'common_tuple_of_nothing' is no function the module "
-            "defines",
+            "KINDS['name_tuple']: rebuild_shortcut call='common_tuple_of_nothing' is no function "
+            "the module defines",
         ),
         (
             'held_as="int | bool",',
@@ -259,7 +261,8 @@ def test_a_name_that_differs_only_by_presence_is_the_same_record() -> None:
         (
             'WriteShortcut("writable_table", "live_tables_writable")',
             'WriteShortcut("writable_table", "no_such_check")',
-            "KINDS['placements']: shortcut 'no_such_check' is no function the module defines",
+            "KINDS['placements']: write_shortcut check='no_such_check' is no function the module "
+            "defines",
         ),
     ],
     ids=["an undefined function", "a step the record lacks", "a write check undefined"],
