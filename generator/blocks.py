@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -17,8 +18,7 @@ from .table import DERIVED, Table, Tables
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing, Gather
 
-# Names generated code may use that shardplan.artifact.shapes defines, not the kinds module:
-# UNSET, a plan-level key the document does not hold.
+# Names generated code may call that shardplan.artifact.shapes defines, not the kinds module.
 SHAPES_NAMES = frozenset({"UNSET"})
 _BUILTINS = frozenset(dir(builtins))
 
@@ -30,87 +30,37 @@ _SPEC_PLACES = {
 
 
 def _own(name: str) -> str:
-    """The generated code's own name for ``name`` where a row's name may live beside it:
-    two underscores first, a form the generator refuses for every field and key."""
+    """The generated code's own name: two underscores first, a form no field or key may take."""
     return "__" + name.lstrip("_")
 
 
-@dataclass(frozen=True)
-class Words:
-    """The names meta.py's CodegenMeta body uses beside its fields (one per top-level key),
-    each spelled so that no key can be it: a word a key takes gains underscores until it is
-    free. (A class body mangles names beginning with two underscores, so the form the other
-    modules use for their own names is not open here.)"""
+class Words(dict[str, str]):
+    """The names meta.py's CodegenMeta body uses beside its fields, read as ``w.field``: a
+    word a row's name takes gains underscores until it is free (a class body mangles names
+    beginning with two underscores, the form the other modules use)."""
 
-    taken: frozenset[str]
+    def __init__(self, taken: frozenset[str]) -> None:
+        super().__init__()
+        self.taken = taken
 
-    def spell(self, word: str) -> str:
-        """``word`` as the generated code spells it."""
+    def __missing__(self, word: str) -> str:
         while word in self.taken:
             word += "_"
         return word
 
-    def __getattr__(self, word: str) -> str:
-        if word.startswith("__"):  # Python's own lookups (copy, pickle) find nothing here
-            raise AttributeError(word)
-        return self.spell(word)
-
     def imported(self, name: str) -> str:
         """An import of ``name`` as the generated code spells it."""
-        spelled = self.spell(name)
-        return name if spelled == name else f"{name} as {spelled}"
+        return name if self[name] == name else f"{name} as {self[name]}"
 
 
-@dataclass(frozen=True)
-class FreezeBlock:
-    """One row's freeze block: ``value = <source>`` ("": a derived key), then ``<target> =
-    <written>`` when ``condition`` holds (always where it is ""), else ``otherwise``."""
-
-    comment: str = ""
-    source: str = ""
-    target: str = ""  # an entry's or an object's key, or the document's
-    condition: str = ""
-    written: str = ""  # the shortcut, then the kind's function
-    otherwise: str = ""
-
-
-@dataclass(frozen=True)
-class ReadBlock:
-    """One row's read as kinds.j2's ``read`` lays it out: its rebuild assignment or, where
-    ``consumes``, its block in read_plan's one pass over a document it alone holds (strict
-    always). In the pass, a null under a key freeze writes none under fails: an entry's at
-    the type test, the consume function or ``counted``, a rule's in index_rules; an older
-    name fails the pass's key check, and the pair's path reads it."""
-
-    comment: str = ""
-    read: str = ""
-    consumes: bool = False
-    refuse_null: str = ""  # what strict runs for a null, a falsy value, the default: or ""
-    refuse_falsy: str = ""
-    refuse_default: str = ""
-    default_test: str = ""  # the test that the rebuilt value is the default
-    null: str = ""
-    types: str = ""
-    target: str = ""
-    annotation: str = ""  # the field's own annotation: its local's declared type
-    absent_test: str = ""
-    count_absent: str = ""
-    default: str = ""
-    call: str = ""
-    counted: str = ""
-    inline: str = ""
-    lookup: str = ""
-    parse: str = ""
-    slow: str = ""
-    check: str = ""
-    gather: str = ""
-    gather_unless: str = ""
+def _block(**parts: Any) -> defaultdict[str, Any]:
+    """A block as kinds.j2 prints it, by part; a part the row has none of is ""."""
+    return defaultdict(str, parts)
 
 
 def _is_default(name: str, crossing: Crossing, negated: bool = False) -> str:
-    """The test that ``name`` is the crossing's absent value exactly (equal, and of its
-    type), as freeze's "not default" condition leaves it unwritten; ``negated``, that it is
-    not."""
+    """The test that ``name`` is the absent value exactly (equal, and of its type), as freeze
+    leaves it unwritten; ``negated``, that it is not."""
     absent, default = crossing.absent, crossing.absent_value()
     if default is None or isinstance(default, bool):
         return f"{name} is {'not ' * negated}{absent}"
@@ -202,10 +152,12 @@ class Row:
             frozen = f"__value if {_type_test(exactly)} else {frozen}"
         return frozen
 
-    def _freeze(self) -> FreezeBlock:
+    def _freeze(self) -> defaultdict[str, Any]:
+        """``__value = <source>`` ("": a derived key), then ``<target> = <written>`` when
+        ``condition`` holds (always where it is ""), else ``otherwise``."""
         row, crossing = self.row, self.crossing
         if self.derived:
-            return FreezeBlock(
+            return _block(
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
                 target=f"__document[{row.key!r}]",
                 written=f"{_own(crossing.function('freeze'))}(__param_plan)",
@@ -235,9 +187,16 @@ class Row:
         comment = f"{row.name}: {crossing.freeze}, written {when}"
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
-        return FreezeBlock(comment, source, target, condition, frozen, otherwise)
+        return _block(
+            comment=comment,
+            source=source,
+            target=target,
+            condition=condition,
+            written=frozen,
+            otherwise=otherwise,
+        )
 
-    def _derived_check(self) -> ReadBlock:
+    def _derived_check(self) -> defaultdict[str, Any]:
         """A derived key's strict check: against what the entries' walk gathered, or from
         the entries by the record's check function."""
         row, crossing = self.row, self.crossing
@@ -246,7 +205,7 @@ class Row:
             check = f"{_own(gathering.check)}(__value, {row.key!r}, __gathered, "
         else:
             check = f"{_own(crossing.function('check'))}(__value, {row.key!r}, "
-        return ReadBlock(
+        return _block(
             comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
             "rebuild refuses a stale one",
             read=f"__value = __meta.{row.key}",
@@ -348,14 +307,14 @@ class Row:
             loop["gather_unless"] = _own(found.unless)
         return {**loop, "gather": gather}
 
-    def _read(self, consumes: bool) -> ReadBlock:
-        """The row's read: its rebuild assignment (a derived key's strict check), or where
-        ``consumes`` its block in read_plan's one pass."""
+    def _read(self, consumes: bool) -> defaultdict[str, Any]:
+        """The row's rebuild assignment (a derived key's strict check), or where ``consumes``
+        its block in read_plan's one pass over a document it alone holds (strict always)."""
         if self.derived:
             return self._derived_check()
         read, where, older = self._source(consumes)
         crossing = self.crossing
-        return ReadBlock(
+        return _block(
             comment=f"{self.row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
             read=read,
             consumes=consumes,
@@ -395,39 +354,25 @@ class Blocks:
 
     def inlined(self, table: Table) -> set[str]:
         """The inline loops the rebuild of ``table``'s rows writes."""
-        return {self.row(table, row).rebuild.inline for row in table.keyed} - {""}
+        return {self.row(table, row).rebuild["inline"] for row in table.keyed} - {""}
 
 
 def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
-    """What a generated module imports, read from its code (``body``), the one source: the
-    names it calls as its own (``__name``) that the kinds module or shapes define, in isort's
-    order, and the builtins it binds."""
+    """What a generated module imports, read from its code (``body``): the names it calls as
+    its own (``__name``) that the kinds module or shapes define, in isort's order (constants,
+    classes, functions), and the builtins it binds."""
     try:
         words = {node.id for node in ast.walk(ast.parse(body)) if isinstance(node, ast.Name)}
     except SyntaxError:  # black names what is wrong with the code
         words = set()
     used = {name for name in defined | SHAPES_NAMES | _BUILTINS if _own(name) in words}
+    builtins = used & _BUILTINS - defined
+    order = sorted(used - builtins, key=lambda n: (not n.isupper(), not n[0].isupper(), n))
     return {
-        "functions": sorted(used & (defined - SHAPES_NAMES), key=_isort),
-        "shapes": sorted(used & SHAPES_NAMES, key=_isort),
-        "builtins": sorted(used & _BUILTINS - defined),
+        "functions": [name for name in order if name not in SHAPES_NAMES],
+        "shapes": [name for name in order if name in SHAPES_NAMES],
+        "builtins": sorted(builtins),
     }
-
-
-def _isort(name: str) -> tuple[int, str]:
-    """The order isort (ruff's I rules) keeps names in one import: constants, classes, then
-    functions."""
-    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
-
-
-def taken_names(tables: Tables) -> frozenset[str]:
-    """The names rows put into generated code: each crossing field's local, each object's
-    local (the nested keys' container) and each top-level key (a CodegenMeta field)."""
-    taken = set()
-    for table in tables:
-        taken |= {row.name for row in table.crossing} | set(table.containers())
-        taken |= {key for key, _ in table.top_level()}
-    return frozenset(taken)
 
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
@@ -437,7 +382,10 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     rows: dict[tuple[str, str], Row] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
     checks: dict[str, tuple[str, ...]] = {}
+    taken: set[str] = set()  # the names rows put into generated code
     for table in tables:
+        taken |= {row.name for row in table.crossing} | set(table.containers())
+        taken |= {key for key, _ in table.top_level()}
         for row in table.keyed:
             found = rows[table.name, row.name] = Row(run, table, row)
             if found.shortcut:
@@ -448,8 +396,7 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
                         f"both stand for {copy}: give the kinds one write shortcut for it"
                     )
                 checks[check] = (*checks.get(check, ()), row.key)
-    words = Words(taken_names(tables))
-    return Blocks(rows, bool(gathers), shortcuts, checks, words)
+    return Blocks(rows, bool(gathers), shortcuts, checks, Words(frozenset(taken)))
 
 
 def _gathers(tables: Tables, entries: str) -> dict[str, Gather]:
@@ -465,7 +412,6 @@ def _gathers(tables: Tables, entries: str) -> dict[str, Gather]:
     if len(set(found.values())) > 1:
         raise GeneratorError(
             "the kinds gather more than one derived record in the entries' walk "
-            f"({', '.join(sorted(g.call for g in found.values()))}): one list holds what "
-            "it gathers; give one record a gather"
+            f"({', '.join(sorted(g.call for g in found.values()))}): give one record a gather"
         )
     return found
