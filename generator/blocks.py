@@ -53,11 +53,6 @@ class Words(dict[str, str]):
         return name if self[name] == name else f"{name} as {self[name]}"
 
 
-def _block(**parts: Any) -> defaultdict[str, Any]:
-    """A block as kinds.j2 prints it, by part; a part the row has none of is ""."""
-    return defaultdict(str, parts)
-
-
 def _is_default(name: str, crossing: Crossing, negated: bool = False) -> str:
     """The test that ``name`` is the absent value exactly (equal, and of its type), as freeze
     leaves it unwritten; ``negated``, that it is not."""
@@ -78,9 +73,8 @@ def _type_test(types: tuple[type, ...]) -> str:
 
 
 def _freeze_shortcut(crossing: Crossing) -> tuple[str, tuple[type, ...]]:
-    """``(call, exactly)``: the shortcut generated freeze takes on the row, two empties for
-    none; where freeze reads its value back (``admit``), only the types the rebuild record
-    gives back as they are."""
+    """``(call, exactly)``: the shortcut generated freeze takes on the row; where freeze reads
+    its value back (``admit``), only the types the rebuild record gives back as they are."""
     shortcut = crossing.freeze_record.freeze_shortcut
     if shortcut is None:
         return "", ()
@@ -101,9 +95,10 @@ class Run:
 
 
 class Row:
-    """One keyed row, compiled once from its crossing into the blocks every pass prints:
-    freeze's, the rebuild's and (an entry or a rule row's) the one in read_plan's pass; and
-    an entry's write shortcut."""
+    """One keyed row, compiled once from its crossing into the blocks every pass prints, each
+    the parts kinds.j2 lays out by name ("" for one the row has none of): freeze's, the
+    rebuild's and (an entry or a rule row's) the one in read_plan's pass; and an entry's
+    write shortcut."""
 
     def __init__(self, run: Run, table: Table, row: Any) -> None:
         self.run, self.row, self.crossing = run, row, table.crossing_of(row)
@@ -157,7 +152,8 @@ class Row:
         ``condition`` holds (always where it is ""), else ``otherwise``."""
         row, crossing = self.row, self.crossing
         if self.derived:
-            return _block(
+            return defaultdict(
+                str,
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
                 target=f"__document[{row.key!r}]",
                 written=f"{_own(crossing.function('freeze'))}(__param_plan)",
@@ -187,7 +183,8 @@ class Row:
         comment = f"{row.name}: {crossing.freeze}, written {when}"
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
-        return _block(
+        return defaultdict(
+            str,
             comment=comment,
             source=source,
             target=target,
@@ -196,16 +193,32 @@ class Row:
             otherwise=otherwise,
         )
 
-    def _derived_check(self) -> defaultdict[str, Any]:
-        """A derived key's strict check: against what the entries' walk gathered, or from
-        the entries by the record's check function."""
+    def _read(self, consumes: bool) -> defaultdict[str, Any]:
+        """The row's rebuild assignment, or where ``consumes`` its block in read_plan's one pass
+        over a document it alone holds (strict always); a derived key's, its strict check."""
         row, crossing = self.row, self.crossing
+        if not self.derived:
+            read, where, older = self._source(consumes)
+            return defaultdict(
+                str,
+                comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
+                read=read,
+                consumes=consumes,
+                target=row.name,
+                annotation=crossing.annotation,
+                default=crossing.absent,
+                **self._absent(consumes),
+                **self._refusals(where),
+                **self._taking(where, consumes),
+            )
+        # Against what the entries' walk gathered, or from the entries by the check function.
         gathering = crossing.rebuild_record.gather
         if gathering is not None and gathering.key in self.run.gathers:  # gathered in the walk
             check = f"{_own(gathering.check)}(__value, {row.key!r}, __gathered, "
         else:
             check = f"{_own(crossing.function('check'))}(__value, {row.key!r}, "
-        return _block(
+        return defaultdict(
+            str,
             comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
             "rebuild refuses a stale one",
             read=f"__value = __meta.{row.key}",
@@ -215,9 +228,8 @@ class Row:
         )
 
     def _source(self, consumes: bool) -> tuple[str, str, str]:
-        """``(read, where, older)``: the statement binding the row's value, its error path,
-        and the comment's note of the key's older names. The pass reads an entry's key with
-        UNSET for absent, its own name only."""
+        """``(read, where, older)``: the statement binding the row's value, its error path, and
+        the comment's note of its older names (the pass reads an entry's own name only)."""
         row = self.row
         if self.plan_level and not row.within:
             # A top-level key's older names were read as it when the document was loaded.
@@ -241,9 +253,8 @@ class Row:
         """The test that the key is absent, the test of a null read as None apart from it,
         and (an entry's, in the pass) the statement counting an absent key."""
         if consumes and self.entry:
-            # An entry's keys are checked by counting: each row read counts the key absent
-            # or takes it, a null only where freeze writes one (the rest refuse None), and
-            # the keys taken must be all the entry's.
+            # The pass counts an entry's keys, absent or taken (a null only where freeze writes
+            # one): the keys taken must be all the entry's.
             null = "__value is None" if self.crossing.writes_null else ""
             return dict(absent_test="__value is __UNSET", null=null, count_absent="__absent += 1")
         if self.crossing.null_is_none:  # null is None, an absent key the default
@@ -264,67 +275,38 @@ class Row:
             found["default_test"] = _is_default(self.row.name, crossing)
         return found
 
-    def _call(self, where: str, consumes: bool) -> dict[str, str]:
-        """The live value of a present value, the type test of the values taken as they
-        are, and (the pass) the members of the objects counted."""
-        record = self.crossing.rebuild_record
-        consume = record.consume if consumes else None
-        if consume is not None:
-            if consume.counted:
-                return {"call": "__value", "counted": f"{_own(consume.call)}(__value)"}
-            return {"call": f"{_own(consume.call)}(__value)"}
-        call, shortcut = self._rebuild_call(where), record.rebuild_shortcut
-        if shortcut and shortcut.call:
-            call = f"{_own(shortcut.call)}(__value) or {call}"
-        types = _type_test(shortcut.exactly) if shortcut and shortcut.exactly else ""
-        return {"call": call, "types": types, "counted": "__counted(__value)" if consumes else ""}
-
-    def _rebuild_call(self, where: str) -> str:
-        """The call of the row's rebuild function; one that builds Targets is passed what
-        the rebuild's caller allowed (``targets``, made from its ``allow_targets``)."""
-        trusted = ", __targets" if self.crossing.rebuild_record.targets else ""
-        return f"{_own(self.crossing.function('rebuild'))}(__value, {where}{trusted})"
-
     def _taking(self, where: str, consumes: bool) -> dict[str, str]:
-        """How a present value becomes the live one: the kinds template's loop, or the call;
-        and an entry's part of a derived key, gathered."""
-        crossing = self.crossing
+        """How a present value becomes the live one: the kinds template's loop, or the call
+        (beside the type test of the values taken as they are; in the pass, the members of the
+        objects counted); and an entry's part of a derived key, gathered."""
+        record = self.crossing.rebuild_record
         found = self.run.gathers.get(self.row.key) if self.entry else None
         gather = f"{_own(found.call)}(__fqn, {self.row.name}, __gathered)" if found else ""
-        consume = crossing.rebuild_record.consume if consumes else None
-        shortcut = crossing.rebuild_record.rebuild_shortcut
-        in_rebuild = not (consumes or self.plan_level or crossing.null_is_none)
-        loop: dict[str, str] = {}
+        taken = {"gather": gather}
+        consume = record.consume if consumes else None
+        shortcut = record.rebuild_shortcut
+        # A rebuild that builds Targets is passed what its caller allowed (allow_targets).
+        trusted = ", __targets" if record.targets else ""
+        call = f"{_own(self.crossing.function('rebuild'))}(__value, {where}{trusted})"
+        in_rebuild = not (consumes or self.plan_level or self.crossing.null_is_none)
         if consume and consume.inline:
-            loop = {"inline": consume.inline, "parse": _own(consume.parse)}
-            loop["lookup"] = _own(consume.lookup)
+            taken |= {"inline": consume.inline, "parse": _own(consume.parse)}
+            taken["lookup"] = _own(consume.lookup)
         elif in_rebuild and shortcut and shortcut.inline:
-            loop = {"inline": shortcut.inline, "lookup": _own(shortcut.lookup)}
-            loop["slow"] = self._rebuild_call(where)
-        if not loop:
-            return {"gather": gather, **self._call(where, consumes)}
-        if found and found.unless:  # the loop gathers; the rebuild's slow path, the kind's
-            loop["gather_unless"] = _own(found.unless)
-        return {**loop, "gather": gather}
-
-    def _read(self, consumes: bool) -> defaultdict[str, Any]:
-        """The row's rebuild assignment (a derived key's strict check), or where ``consumes``
-        its block in read_plan's one pass over a document it alone holds (strict always)."""
-        if self.derived:
-            return self._derived_check()
-        read, where, older = self._source(consumes)
-        crossing = self.crossing
-        return _block(
-            comment=f"{self.row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
-            read=read,
-            consumes=consumes,
-            target=self.row.name,
-            annotation=crossing.annotation,
-            default=crossing.absent,
-            **self._absent(consumes),
-            **self._refusals(where),
-            **self._taking(where, consumes),
-        )
+            taken |= {"inline": shortcut.inline, "lookup": _own(shortcut.lookup), "slow": call}
+        elif consume and consume.counted:
+            taken |= {"call": "__value", "counted": f"{_own(consume.call)}(__value)"}
+        elif consume:
+            taken["call"] = f"{_own(consume.call)}(__value)"
+        else:
+            if shortcut and shortcut.call:
+                call = f"{_own(shortcut.call)}(__value) or {call}"
+            if shortcut and shortcut.exactly:
+                taken["types"] = _type_test(shortcut.exactly)
+            taken |= {"call": call, "counted": "__counted(__value)" if consumes else ""}
+        if "inline" in taken and found and found.unless:  # the rebuild's slow path, the kind's
+            taken["gather_unless"] = _own(found.unless)
+        return taken
 
 
 @dataclass(frozen=True)

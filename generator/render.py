@@ -36,9 +36,9 @@ def pyrepr(value: Any) -> str:
     return repr(value)
 
 
-def _check_template_files(config: Config) -> None:
-    """Refuse a missing templates folder or a template that is not UTF-8, naming the place
-    (Jinja would say "kinds.j2 not found", or raise a bare UnicodeDecodeError)."""
+def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
+    """The one Jinja2 environment: strict about undefined names, exact about whitespace; a
+    missing folder or a template not UTF-8 refused first, by its place."""
     folder = config.templates_name
     if not config.templates.is_dir():
         raise GeneratorError(
@@ -49,21 +49,13 @@ def _check_template_files(config: Config) -> None:
         name = path.relative_to(config.root).as_posix()
         try:
             data = path.read_bytes()
+            data.decode("utf-8")
         except OSError as exc:
             raise GeneratorError(f"cannot read {name}: {exc.strerror}") from None
-        try:
-            data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise GeneratorError(
-                f"{name}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8; "
-                "templates are read as UTF-8: save the file as UTF-8"
-            ) from None
-
-
-def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
-    """The one Jinja2 environment: strict about undefined names, exact about whitespace."""
-    _check_template_files(config)
+            where = f"{name}:{line}: byte 0x{data[exc.start]:02x}"
+            raise GeneratorError(f"{where} is not UTF-8: save the file as UTF-8") from None
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
         bytecode_cache=Bytecode(),
@@ -88,9 +80,7 @@ def _template_error(folder: str, exc: Exception) -> GeneratorError:
     """A one-place message for a Jinja error: ``templates/<file>:<line>: <what>``."""
     if isinstance(exc, jinja2.TemplateNotFound):
         return GeneratorError(f"{folder}/: template {exc.name!r} not found (imported by another)")
-    # Jinja rewrites the tracebacks of render() so template frames carry the template's
-    # file and line; a template's module (``.module``, kinds.j2's macros) is not rewritten:
-    # its frames run the compiled code, whose line the template maps back.
+    # A frame of kinds.j2's macros runs compiled code (Jinja rewrites only render()'s frames).
     for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
         filename = frame.f_code.co_filename
         if filename.endswith(TEMPLATE_SUFFIX):
@@ -110,9 +100,7 @@ def _check_outputs(env: jinja2.Environment, config: Config) -> None:
     folder = config.templates_name
     available = set(env.list_templates())
     if KINDS_TEMPLATE not in available:
-        raise GeneratorError(
-            f"{folder}/{KINDS_TEMPLATE} is missing: it lays out each row's block; restore it"
-        )
+        raise GeneratorError(f"{folder}/{KINDS_TEMPLATE} is missing: restore it")
     for name in config.outputs:
         if f"{name}{TEMPLATE_SUFFIX}" not in available:
             raise GeneratorError(

@@ -208,7 +208,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "template that is not UTF-8": (
         edit_append("templates/freeze.py.j2", b"# caf\xe9\n"),
         f"templates/freeze.py.j2:{len((REPO / 'templates/freeze.py.j2').read_bytes().splitlines()) + 1}: "
-        "byte 0xe9 is not UTF-8; templates are read as UTF-8: save the file as UTF-8",
+        "byte 0xe9 is not UTF-8: save the file as UTF-8",
     ),
     "a setting the generator does not read": (
         edit_replace("pyproject.toml", "[tool.specgen]\n", '[tool.specgen]\ntable = "old"\n'),
@@ -238,7 +238,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "missing kinds template": (
         edit_write("templates/kinds.j2", None),
-        "templates/kinds.j2 is missing: it lays out each row's block; restore it",
+        "templates/kinds.j2 is missing: restore it",
     ),
     "broken TOML in the section header": (
         edit_replace("pyproject.toml", "[tool.specgen]\n", "[tool.specgen\n"),
