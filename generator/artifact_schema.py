@@ -3,7 +3,6 @@ rows, each rebuild record's schema fragment, the format's grammars. No torch."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .kinds import KindFacts
@@ -23,7 +22,6 @@ _PYTHON_TYPES = {
     "null": "type(None)",
 }
 
-
 # What a key written only when truthy never holds: strict rebuild refuses these values.
 _FALSY = {"not": {"enum": [False, 0, "", [], {}]}}
 
@@ -36,8 +34,7 @@ def _json_types(schema: dict[str, Any]) -> list[str]:
 
 def _property(table: Table, row: Any, key: str) -> dict[str, Any]:
     """The JSON Schema strict rebuild accepts under ``key`` (the row's, or an older name):
-    null too where it reads one; no falsy value where freeze writes the key only when
-    truthy, nor the default where only when not it."""
+    null where it reads one; no value freeze would not write."""
     crossing = table.crossing_of(row)
     schema = dict(crossing.rebuild_record.schema)
     null = crossing.writes_null or table.roles[row.group] == DERIVED
@@ -58,9 +55,8 @@ def _property(table: Table, row: Any, key: str) -> dict[str, Any]:
 
 
 def _properties(table: Table, group: str = "", container: str = "") -> dict[str, Any]:
-    """The properties of the keys in ``container`` (an object nested keys live in; "" the
-    top level, of ``group``'s rows): each row's own key, then the older names, then the
-    retired keys."""
+    """The properties of the keys in ``container`` ("": the top level, of ``group``'s rows):
+    each row's own key, then the older names, then the retired keys."""
     rows = [row for row in table.keyed if row.group == group or not group]
     places = [(row, row.key, row.within, row.leaf) for row in rows]
     for row in rows:
@@ -87,17 +83,15 @@ def _python_types(crossing: Crossing, none_too: bool = False) -> str:
     return f"({types},)" if "," not in types else f"({types})"
 
 
-def _rebuild_function(defined: frozenset[str], record: str) -> str:
-    """What rebuild calls for ``record``: a derived key's record only checks."""
-    return f"rebuild_{record}" if f"rebuild_{record}" in defined else f"check_{record}"
-
-
 def schema_globals(kinds: KindFacts) -> dict[str, Any]:
     """What codegen_meta.schema.json.j2 and fields.md.j2 read, by name."""
     return {
         "kind_names": kinds.names,
         "kind_records": kinds.records,
-        "rebuild_function": partial(_rebuild_function, kinds.defined),
+        # What rebuild calls for a record: a derived key's record only checks.
+        "rebuild_function": lambda r: (
+            f"rebuild_{r}" if f"rebuild_{r}" in kinds.defined else f"check_{r}"
+        ),
         "python_types": _python_types,
         "schema_properties": _properties,
     }

@@ -18,25 +18,22 @@ from .render import make_environment, render_outputs
 from .table import Format, LoadedTable, Tables, import_module, load_format, load_tables, validate
 
 
-def _environment(config: Config) -> tuple[jinja2.Environment, KindFacts, Format]:
-    """The templates' environment, the kinds module's records and the format module."""
+def _environment(
+    config: Config, loaded: tuple[LoadedTable, ...] | None = None
+) -> tuple[jinja2.Environment, KindFacts, Format, Tables]:
+    """The templates' environment, the kinds module's records, the format module and every
+    table, validated; ``loaded`` stands in for the configured tables (tests)."""
     form = load_format(config)
     use_folder(config.root)
     kinds = read_kinds(config.root, import_module(config.kinds, config.root, "kinds"))
-    return make_environment(config, kinds, form), kinds, form
-
-
-def _validated(
-    kinds: KindFacts, form: Format, config: Config, loaded: tuple[LoadedTable, ...] | None
-) -> Tables:
+    env = make_environment(config, kinds, form)
     found = load_tables(config) if loaded is None else loaded
-    return Tables(tuple(validate(table, kinds, form) for table in found))
+    return env, kinds, form, Tables(tuple(validate(table, kinds, form) for table in found))
 
 
 def load_validated_tables(config: Config, loaded: tuple[LoadedTable, ...] | None = None) -> Tables:
     """Every table, validated; ``loaded`` stands in for the configured tables (tests)."""
-    _, kinds, form = _environment(config)
-    return _validated(kinds, form, config, loaded)
+    return _environment(config, loaded)[3]
 
 
 @dataclass
@@ -56,8 +53,7 @@ def generate(
 ) -> Generated:
     """Render every declared output once ``mode`` settled the table edit; touches no file."""
     check_formatter(config)
-    env, kinds, form = _environment(config)
-    tables = _validated(kinds, form, config, loaded)
+    env, kinds, form, tables = _environment(config, loaded)
     changes, breaks, notes = settle(config, tables, mode)
     blocks = make_blocks(kinds, form.module, tables)
     sources = render_outputs(env, tables, config, blocks, lock_of(tables, breaks))

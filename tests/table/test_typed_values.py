@@ -199,7 +199,7 @@ def _verdict(annotation: Any, freeze: str, rebuild: str) -> str:
     from tests.helpers import REPO
 
     config = load_config(REPO)
-    _, facts, form = pipeline._environment(config)
+    _, facts, form, _ = pipeline._environment(config, ())  # no table validated
     loaded = next(t for t in load_tables(config) if t.config.name == "spec")
     probe = dataclasses.make_dataclass(
         "Probe", [("recompute", annotation, dataclasses.field(default=None))]
