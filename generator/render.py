@@ -37,16 +37,24 @@ def pyrepr(value: Any) -> str:
 
 
 def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.Environment:
-    """The one Jinja2 environment: strict about undefined names, exact about whitespace; a
-    missing folder or a template not UTF-8 refused first, by its place."""
+    """The one Jinja2 environment: strict about undefined names, exact about whitespace; its
+    templates checked first (each UTF-8, kinds.j2 and one for each declared output only)."""
     folder = config.templates_name
     if not config.templates.is_dir():
         raise GeneratorError(
             f"the templates folder {folder}/ does not exist: restore it (git checkout -- "
             f"{folder}), or fix `templates` in [tool.specgen] of pyproject.toml"
         )
+    found = set()
     for path in sorted(config.templates.rglob(f"*{TEMPLATE_SUFFIX}")):
-        name = path.relative_to(config.root).as_posix()
+        template = path.relative_to(config.templates).as_posix()
+        name, output = f"{folder}/{template}", template.removesuffix(TEMPLATE_SUFFIX)
+        if template.endswith(OUTPUT_TEMPLATE_SUFFIXES) and output not in config.outputs:
+            raise GeneratorError(
+                f'{name} renders no declared output: add "{output}" to outputs in '
+                "[tool.specgen] of pyproject.toml, or remove the template"
+            )
+        found.add(template)
         try:
             data = path.read_bytes()
             data.decode("utf-8")
@@ -56,6 +64,15 @@ def make_environment(config: Config, kinds: KindFacts, form: Format) -> jinja2.E
             line = data.count(b"\n", 0, exc.start) + 1
             where = f"{name}:{line}: byte 0x{data[exc.start]:02x}"
             raise GeneratorError(f"{where} is not UTF-8: save the file as UTF-8") from None
+    if KINDS_TEMPLATE not in found:
+        raise GeneratorError(f"{folder}/{KINDS_TEMPLATE} is missing: restore it")
+    for output in config.outputs:
+        if f"{output}{TEMPLATE_SUFFIX}" not in found:
+            raise GeneratorError(
+                f"{config.output_name}/{output} is a declared output, but its template "
+                f"{folder}/{output}{TEMPLATE_SUFFIX} is missing: restore it, or remove "
+                f'"{output}" from outputs in [tool.specgen] of pyproject.toml'
+            )
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(config.templates), encoding="utf-8"),
         bytecode_cache=Bytecode(),
@@ -94,29 +111,6 @@ def _template_error(folder: str, exc: Exception) -> GeneratorError:
     return GeneratorError(f"{where}: {exc}")
 
 
-def _check_outputs(env: jinja2.Environment, config: Config) -> None:
-    """Refuse a declared output without its template, a template of no declared output, and
-    a missing kinds.j2."""
-    folder = config.templates_name
-    available = set(env.list_templates())
-    if KINDS_TEMPLATE not in available:
-        raise GeneratorError(f"{folder}/{KINDS_TEMPLATE} is missing: restore it")
-    for name in config.outputs:
-        if f"{name}{TEMPLATE_SUFFIX}" not in available:
-            raise GeneratorError(
-                f"{config.output_name}/{name} is a declared output, but its template "
-                f"{folder}/{name}{TEMPLATE_SUFFIX} is missing: restore the template, or remove "
-                f'"{name}" from outputs in [tool.specgen] of pyproject.toml'
-            )
-    for template in sorted(available):
-        output = template.removesuffix(TEMPLATE_SUFFIX)
-        if template.endswith(OUTPUT_TEMPLATE_SUFFIXES) and output not in config.outputs:
-            raise GeneratorError(
-                f'{folder}/{template} renders no declared output: add "{output}" to outputs '
-                "in [tool.specgen] of pyproject.toml, or remove the template"
-            )
-
-
 def render_outputs(
     env: jinja2.Environment,
     tables: Tables,
@@ -124,9 +118,7 @@ def render_outputs(
     blocks: Blocks,
     lock: dict[str, Any],
 ) -> dict[str, str]:
-    """Render each declared output (unformatted) once, by file name; ``lock``: the table lock
-    to write."""
-    _check_outputs(env, config)
+    """Render each declared output (unformatted) once, by file name; ``lock``: the table lock."""
     context = {
         "tables": tables,
         "table_digests": {table.module: table.digest for table in tables},

@@ -195,7 +195,7 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     "declared output whose template is missing": (
         edit_write("templates/rebuild.py.j2", None),
         "generated/rebuild.py is a declared output, but its template templates/rebuild.py.j2 is "
-        'missing: restore the template, or remove "rebuild.py" from outputs in [tool.specgen]',
+        'missing: restore it, or remove "rebuild.py" from outputs in [tool.specgen]',
     ),
     "template of no declared output": (
         edit_write("templates/extra.py.j2", b"X = 1\n"),
