@@ -359,7 +359,20 @@ def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:
 
 def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
     """Decide every keyed row's blocks, and write_plan's shortcuts and checks."""
-    gathers = _gathers(tables, form.GROUP_PARAM_PLAN)
+    # The derived records the entries' walk gathers, by entry key (a key no entry row has is
+    # derived by the record's check_ function instead).
+    keys = {row.key for table in tables for row in table.group(form.GROUP_PARAM_PLAN)}
+    gathers = {
+        gather.key: gather
+        for table in tables
+        for row in table.role(DERIVED)
+        if (gather := table.crossing_of(row).rebuild_record.gather) and gather.key in keys
+    }
+    if len(set(gathers.values())) > 1:
+        raise GeneratorError(
+            "the kinds gather more than one derived record in the entries' walk "
+            f"({', '.join(sorted(g.call for g in gathers.values()))}): give one record a gather"
+        )
     run = Run(kinds.written, form.field_path, form.GROUP_PARAM_PLAN, gathers)
     rows: dict[tuple[str, str], Row] = {}
     shortcuts: dict[str, tuple[str, str]] = {}
@@ -379,21 +392,3 @@ def make_blocks(kinds: KindFacts, form: ModuleType, tables: Tables) -> Blocks:
                     )
                 checks[check] = (*checks.get(check, ()), row.key)
     return Blocks(rows, bool(gathers), shortcuts, checks, Words(frozenset(taken)))
-
-
-def _gathers(tables: Tables, entries: str) -> dict[str, Gather]:
-    """The derived records gathered in the entries' walk, by the entry key they gather from
-    (a key no entry row has is derived by the record's check_ function instead)."""
-    keys = {row.key for table in tables for row in table.group(entries)}
-    found = {
-        gather.key: gather
-        for table in tables
-        for row in table.role(DERIVED)
-        if (gather := table.crossing_of(row).rebuild_record.gather) and gather.key in keys
-    }
-    if len(set(found.values())) > 1:
-        raise GeneratorError(
-            "the kinds gather more than one derived record in the entries' walk "
-            f"({', '.join(sorted(g.call for g in found.values()))}): give one record a gather"
-        )
-    return found

@@ -1,6 +1,5 @@
-"""The pipeline in one call, the same for every table: load, validate (each row resolved
-once), settle the lock, decide the blocks, render each output once, format; files in
-memory."""
+"""The pipeline in one call, the same for every table: load, validate, settle the lock,
+decide the blocks, render each output once, format; files in memory."""
 
 from __future__ import annotations
 
