@@ -148,8 +148,6 @@ class Row:
         return frozen
 
     def _freeze(self) -> defaultdict[str, Any]:
-        """``__value = <source>`` ("": a derived key), then ``<target> = <written>`` when
-        ``condition`` holds (always where it is ""), else ``otherwise``."""
         row, crossing = self.row, self.crossing
         if self.derived:
             return defaultdict(
