@@ -12,6 +12,7 @@ Runs are in this process (tests.helpers.run_specgen_here, call_in).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -213,3 +214,12 @@ def test_a_generated_module_imports_exactly_the_names_its_code_calls() -> None:
         "shapes": ["UNSET"],
         "builtins": ["type"],
     }
+
+
+def test_no_part_kinds_j2_prints_is_an_attribute_of_the_block() -> None:
+    """A row's block is a dict (generator.blocks.Row) and Jinja reads ``b.part`` as an
+    attribute first: a part named like a dict method would print the method."""
+    from collections import defaultdict
+
+    parts = set(re.findall(r"\bb\.(\w+)", (REPO / "templates/kinds.j2").read_text()))
+    assert parts and not parts & set(dir(defaultdict))
