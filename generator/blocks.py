@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .errors import GeneratorError
@@ -27,6 +26,21 @@ _SPEC_PLACES = {
     "param_plan": ("entry", "entry_path", "fqn"),
     "injections": ("rule", "rule_path", "index"),
 }
+
+
+# Every part kinds.j2 prints of a row's block. A block holds each, "" where the row has none:
+# a part the template misspells is StrictUndefined's error, never an empty string.
+PARTS: tuple[str, ...] = ("comment", "source", "target", "condition", "written", "otherwise", "read", "consumes")
+PARTS += ("annotation", "default", "absent_test", "null", "count_absent", "refuse_null")
+PARTS += ("refuse_falsy", "refuse_default", "default_test", "types", "call", "counted", "inline")
+PARTS += ("lookup", "parse", "slow", "check", "gather", "gather_unless")
+
+
+def _block(**parts: Any) -> SimpleNamespace:
+    """A block of the parts ``parts`` names; every other part of PARTS ""."""
+    if unknown := set(parts) - set(PARTS):
+        raise GeneratorError(f"a block has parts kinds.j2 never prints: {sorted(unknown)}")
+    return SimpleNamespace(**(dict.fromkeys(PARTS, "") | parts))
 
 
 def _own(name: str) -> str:
@@ -147,11 +161,10 @@ class Row:
             frozen = f"__value if {_type_test(exactly)} else {frozen}"
         return frozen
 
-    def _freeze(self) -> defaultdict[str, Any]:
+    def _freeze(self) -> SimpleNamespace:
         row, crossing = self.row, self.crossing
         if self.derived:
-            return defaultdict(
-                str,
+            return _block(
                 comment=f"{row.key}: {crossing.freeze}, derived from the entries",
                 target=f"__document[{row.key!r}]",
                 written=f"{_own(crossing.function('freeze'))}(__param_plan)",
@@ -181,8 +194,7 @@ class Row:
         comment = f"{row.name}: {crossing.freeze}, written {when}"
         if not crossing.reads_back:
             comment += f", once {crossing.rebuild} reads it back"
-        return defaultdict(
-            str,
+        return _block(
             comment=comment,
             source=source,
             target=target,
@@ -191,14 +203,13 @@ class Row:
             otherwise=otherwise,
         )
 
-    def _read(self, consumes: bool) -> defaultdict[str, Any]:
+    def _read(self, consumes: bool) -> SimpleNamespace:
         """The row's rebuild assignment, or where ``consumes`` its block in read_plan's one pass
         over a document it alone holds (strict always); a derived key's, its strict check."""
         row, crossing = self.row, self.crossing
         if not self.derived:
             read, where, older = self._source(consumes)
-            return defaultdict(
-                str,
+            return _block(
                 comment=f"{row.name}: {crossing.rebuild}, {crossing.absent} when absent{older}",
                 read=read,
                 consumes=consumes,
@@ -215,8 +226,7 @@ class Row:
             check = f"{_own(gathering.check)}(__value, {row.key!r}, __gathered, "
         else:
             check = f"{_own(crossing.function('check'))}(__value, {row.key!r}, "
-        return defaultdict(
-            str,
+        return _block(
             comment=f"{row.key}: {crossing.rebuild}, derived from the entries; strict "
             "rebuild refuses a stale one",
             read=f"__value = __meta.{row.key}",
@@ -334,7 +344,7 @@ class Blocks:
 
     def inlined(self, table: Table) -> set[str]:
         """The inline loops the rebuild of ``table``'s rows writes."""
-        return {self.row(table, row).rebuild["inline"] for row in table.keyed} - {""}
+        return {self.row(table, row).rebuild.inline for row in table.keyed} - {""}
 
 
 def module_imports(defined: frozenset[str], body: str) -> dict[str, list[str]]:

@@ -216,10 +216,10 @@ def test_a_generated_module_imports_exactly_the_names_its_code_calls() -> None:
     }
 
 
-def test_no_part_kinds_j2_prints_is_an_attribute_of_the_block() -> None:
-    """A row's block is a dict (generator.blocks.Row) and Jinja reads ``b.part`` as an
-    attribute first: a part named like a dict method would print the method."""
-    from collections import defaultdict
+def test_every_part_kinds_j2_prints_is_a_part_of_a_block() -> None:
+    """A row's block holds every part of generator.blocks.PARTS, "" where the row has none,
+    and nothing else: a part kinds.j2 prints that is not in PARTS is StrictUndefined's error."""
+    from generator.blocks import PARTS
 
     parts = set(re.findall(r"\bb\.(\w+)", (REPO / "templates/kinds.j2").read_text()))
-    assert parts and not parts & set(dir(defaultdict))
+    assert parts == set(PARTS)
