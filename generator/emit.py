@@ -40,9 +40,8 @@ def check_formatter(config: Config) -> None:
     """Refuse a black other than the pinned one: it would show as a diff nobody can explain."""
     if BLACK_VERSION != config.black_pin:
         raise GeneratorError(
-            f"black {BLACK_VERSION} is installed, but generated code is formatted with the "
-            f"pinned black {config.black_pin}.\n  Install the pinned version (`make venv`, or "
-            f"pip install -c constraints-dev.txt -e '.[codegen]') and run again."
+            f"black {BLACK_VERSION} is installed, not the pinned {config.black_pin}: run "
+            "`make venv` (pip install -c constraints-dev.txt -e '.[codegen]') and run again"
         )
 
 
@@ -70,8 +69,8 @@ def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; its parse is the one check of a template's Python.
-    The cache keeps the output: black runs (and is imported) only for a source it has not seen."""
+    """Format with the pinned black (cached: black runs only for a source it has not seen); its
+    parse is the one check of a template's Python."""
     key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
     if (kept := STORE.get(key)) is not None:
         return kept.decode("utf-8")
@@ -83,8 +82,7 @@ def format_source(source: str, name: str, template: str = "") -> str:
     try:
         formatted = black.format_str(source, mode=mode)
     except InvalidInput as exc:
-        # black says "cannot parse for target version Python 3.11: 241:18", then the line,
-        # a caret and the reason ("ParseError: bad input"): the line is named from the source.
+        # "cannot parse for target version Python 3.11: 241:18 ...ParseError: bad input"
         line = str(exc).partition(": ")[2].partition(":")[0]
         if not (template and line.isdigit() and 0 < int(line) <= len(source.splitlines())):
             raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
@@ -120,8 +118,7 @@ def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".p
 def build_outputs(
     sources: dict[str, str], table: Tables, config: Config, functions: Path
 ) -> dict[str, str]:
-    """Format (black for Python) and stamp every rendered source (``functions``: the kinds'
-    functions module, an input of the digest)."""
+    """Format (black for Python) and stamp every rendered source."""
     digest = inputs_digest(table, config, functions)
     outputs: dict[str, str] = {}
     for name, source in sources.items():
@@ -143,27 +140,23 @@ class Drift:
         return bool(self.changes or self.foreign)
 
     def report(self, config: Config, breaking: bool = False) -> str:
-        """What check prints after the diff (generate too, of a foreign module): what differs and
-        the fix (``breaking``: the table edit breaks old artifacts; plain `make codegen` refuses).
-        """
+        """What differs and the fix (``breaking``: plain `make codegen` refuses the table edit)."""
         out = config.output_name
         lines = [
             f"{out}/{name} {_SAYS[old is None, new is None]}" for name, old, new in self.changes
         ]
         lines += [
-            f"{out}/{name} is no declared output and was not written by specgen (no @generated "
-            "header), so neither `specgen generate` nor `make codegen` removes it; it is "
-            f"importable as {out}.{name.removesuffix('.py')}: move it out of {out}/, or delete it."
+            f"{out}/{name} is no declared output and specgen did not write it: move it out of "
+            f"{out}/ or delete it."
             for name in self.foreign
         ]
         if self.changes and breaking:
             lines.append(
-                f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
-                'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
-                "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
+                f"The table edit breaks old artifacts, so `{FIX_COMMAND}` refuses it: add "
+                'aliases=("old_key",) or a RetiredKey, or run `specgen generate --allow-breaking`; '
                 f"then commit {out}/."
             )
-        elif self.changes:  # a foreign module alone: generate would not help
+        elif self.changes:
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
 
@@ -172,8 +165,7 @@ class Drift:
 _SAYS = {
     (False, False): "is stale: it differs from what the table and templates give.",
     (True, False): "is missing.",
-    (False, True): "is an orphan: it is not a declared output (remove it, or add it to outputs "
-    "in [tool.specgen] and restore its template).",
+    (False, True): "is an orphan: no declared output (remove it, or declare it in outputs).",
 }
 
 
@@ -183,8 +175,6 @@ _SAYS = {
 def _failed(
     config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
 ) -> GeneratorError:
-    """The one message of a failed read or write: what failed, what could not be restored,
-    the fix (a folder where a file belongs is refused before: _check_output_folder)."""
     out = config.output_name
     problem = f"{doing} {out}/{name}: {exc.strerror}"
     fix = f"make {out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
@@ -196,23 +186,7 @@ def _failed(
     return GeneratorError(f"{problem}; nothing was changed: {fix}")
 
 
-def _check_output_folder(config: Config) -> None:
-    """Refuse an output folder, or a declared output, that is something other than expected:
-    a folder cannot be replaced atomically, and removing one the user made is not our call."""
-    out = config.output_name
-    if config.output.exists() and not config.output.is_dir():
-        raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
-    for name in config.outputs:
-        path = config.output / name
-        if path.exists() and not path.is_file():
-            raise GeneratorError(
-                f"{out}/{name} is a folder (or another non-file), not a module: remove it "
-                f"(rm -r {out}/{name}) and run again"
-            )
-
-
 def _current(config: Config, name: str) -> bytes | None:
-    """The bytes of an output file on disk, or None when it does not exist."""
     try:
         return (config.output / name).read_bytes()
     except FileNotFoundError:
@@ -221,26 +195,11 @@ def _current(config: Config, name: str) -> bytes | None:
         raise _failed(config, "cannot read", name, exc) from None
 
 
-def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The output folder's files that are no declared output, sorted: those we generated, and
-    foreign modules (importable, whoever wrote them; other files without our header are let be)."""
-    ours, foreign = [], []
-    for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
-        if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
-            continue
-        if _generated_by_us(path):
-            ours.append(path.name)
-        elif path.suffix == ".py" and path.exists():  # gone: another run removed our orphan
-            foreign.append(path.name)
-    return ours, foreign
-
-
 # How each file type starts with the @generated marker (see stamp()); "# " for the others.
 _HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
 
 
 def _generated_by_us(path: Path) -> bool:
-    """True when the file starts with our header (see stamp())."""
     try:
         with path.open("rb") as file:
             head = file.read(4096)
@@ -250,10 +209,23 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
-    """What makes the output folder hold ``expected``: each file whose bytes differ (an orphan
-    we generated: a change to no file); and the foreign modules there, which nothing removes."""
-    _check_output_folder(config)
-    ours, foreign = _strays(config, expected)
+    """What makes the output folder hold ``expected`` (each file whose bytes differ; an orphan
+    we generated: a change to no file), and the foreign modules there, which nothing removes.
+    A folder where a file belongs is refused: it cannot be replaced atomically."""
+    out = config.output_name
+    if config.output.exists() and not config.output.is_dir():
+        raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
+    for name in config.outputs:
+        if (config.output / name).exists() and not (config.output / name).is_file():
+            raise GeneratorError(f"{out}/{name} is not a file: remove it and run again")
+    ours, foreign = [], []
+    for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
+        if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
+            continue
+        if _generated_by_us(path):
+            ours.append(path.name)
+        elif path.suffix == ".py" and path.exists():  # gone: another run removed our orphan
+            foreign.append(path.name)
     wanted = {name: text.encode("utf-8") for name, text in expected.items()} | dict.fromkeys(ours)
     changes = [
         (name, old, new) for name, new in wanted.items() if (old := _current(config, name)) != new
@@ -290,8 +262,7 @@ class Written:
 
 
 def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing,
-    staged as the artifact writer stages its file; unchanged files are not touched."""
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing."""
     changes, foreign = _changes(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError(Drift(foreign=foreign).report(config))
@@ -304,16 +275,14 @@ def write(config: Config, expected: dict[str, str]) -> Written:
 
 
 def _change(config: Config, changes: list[Change]) -> None:
-    """Stage every new file, then make each change in turn; on a failure, put back the old
-    bytes of every file changed and name what failed, what could not be put back, the fix."""
-    # Imported now, not at the generator's import: after table.py loaded the project's own
-    # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
+    """Stage every new file, then make each change; on a failure, put back what was changed."""
+    # Imported after table.py loaded the project's own `shardplan`: its artifact writer's.
     try:
         from shardplan.artifact import staging
     except ImportError as exc:
         raise GeneratorError(
-            f"cannot import the staging primitive shardplan.artifact.staging ({exc}): run the "
-            "project's own generator (`python -m generator` in the project's folder)"
+            f"cannot import shardplan.artifact.staging ({exc}): run `python -m generator` in "
+            "the project's folder"
         ) from None
     staging.remove_stale_temporaries(config.output)  # what a killed run left
     doing, current, done = "write to", "", []
@@ -354,7 +323,7 @@ def _discard(staged: Iterable[StagedFile]) -> None:
 def _undo(
     config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
 ) -> list[str]:
-    """Put back the old bytes of each file changed; return the names that could not be."""
+    """Put back the old bytes of each file changed; return those that could not be."""
     stuck, staged = [], []
     for name, old in reversed(done):
         try:

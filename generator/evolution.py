@@ -99,8 +99,7 @@ Edit = tuple[str, str]  # an effect, and what the edit is
 def _row_edits(
     old: dict[str, Any], new: dict[str, Any], retired: set[tuple[str, str]], gained: set[str]
 ) -> Iterator[Edit]:
-    """The edits to the rows, by key: changed, renamed, removed (unless retired), added
-    (changing the bytes where the key is in ``gained``, written even at its absent value)."""
+    """The edits to the rows, by key: changed, renamed, removed (unless retired), added."""
     aliases = {alias: row["key"] for row in new.values() for alias in row["aliases"]}
     names = {row["name"]: key for key, row in new.items()}  # a renamed key keeps its attribute
     for key, was in old.items():
@@ -210,33 +209,24 @@ def _new_lock(
     recorded = {item["change"] for item in breaks}
     found = (c for a in against for c in a.breaking if c not in recorded)  # one side's: none
     changes = Changes(against[0].compatible, against[0].bytes, list(dict.fromkeys(found)))
-    if sides:
-        note = (
-            "merged both sides of the conflict; the table was checked against each branch's "
-            f"lock, and both histories of breaks ({len(breaks)}) are kept"
-        )
-    else:
-        note = (
-            "written anew from the table as it is; table edits since the last usable lock were "
-            f"not checked. Kept {len(breaks)} recorded break(s), git's history's included"
-            + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
-        )
+    note = (
+        f"merged both sides of the conflict, checked against each; kept {len(breaks)} break(s)"
+        if sides
+        else f"written anew from the table as it is, edits since the last usable lock unchecked; "
+        f"kept {len(breaks)} break(s)"
+        + f"; {unread} entry(ies) of breaks could not be read and are gone" * bool(unread)
+    )
     return changes, breaks, [f"specgen: {where}: {note}"]
 
 
 def _unusable(where: str, exc: UnusableLock) -> str:
-    """The refusal of an unusable lock: why it matters, and the way out."""
     way_out = (
-        "leave the lock as git left it, and run `specgen generate --new-lock`: it checks the "
-        "merged table against both branches' locks and keeps both histories of breaks."
+        "leave the lock as git left it, and run `specgen generate --new-lock` to merge it"
         if lockfile.conflict_line(exc.text or "")
-        else f"restore it from git (`git checkout -- {where}`), keeping its breaks; or write it "
-        "anew with `specgen generate --new-lock` (edits since the last usable lock go unchecked)."
+        else f"restore it from git (`git checkout -- {where}`), or write it anew with `specgen "
+        "generate --new-lock` (edits since the last usable lock go unchecked)"
     )
-    return (
-        f"{where} is unusable: {exc}. It records the table as last generated and the breaks "
-        f"allowed so far: no table edit can be checked without it.\n  Way out: {way_out}"
-    )
+    return f"{where} is unusable: {exc}; {way_out}"
 
 
 def settle(
@@ -258,22 +248,21 @@ def settle(
             )
             raise GeneratorError(
                 f"--new-lock replaces an unusable {where}, but {'it is usable' if lock else state}: "
-                "run `specgen generate` (with --allow-breaking to accept a breaking edit)"
+                "run `specgen generate`"
             )
         changes = classify(lock, tables) if lock else Changes()
         breaks = list(lock["breaks"]) if lock else []
         notes = [
-            f"specgen: {where} is gone: the table was checked against the lock committed in "
-            f"{commit[:12]}, whose breaks are kept"
+            f"specgen: {where} is gone: checked against the lock committed in {commit[:12]}, "
+            "whose breaks are kept"
         ] * bool(commit)
     if changes.breaking and mode.writes and not mode.allow_breaking:
         allow = "--new-lock --allow-breaking" if mode.new_lock else "--allow-breaking"
         raise GeneratorError(
-            "the table edit breaks artifacts written before it:\n"
-            + "\n".join(f"  - {item}" for item in changes.breaking)
-            + '\n  Ways forward: keep reading an old key with aliases=("old_key",) on its row; '
-            "retire a removed key with RetiredKey(key, group, reason) in RETIRED_KEYS; or, if "
-            f"the break is deliberate, run `specgen generate {allow}` to record it in {where}."
+            "the table edit breaks old artifacts:\n"
+            + "".join(f"  - {item}\n" for item in changes.breaking)
+            + '  Add aliases=("old_key",) to the row, or RetiredKey(key, group, reason) to '
+            f"RETIRED_KEYS; or record the break: `specgen generate {allow}`."
         )
     if mode.writes and mode.allow_breaking:
         breaks += [{"change": item, "table_sha256": tables.digest} for item in changes.breaking]

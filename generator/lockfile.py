@@ -58,14 +58,10 @@ def parse_lock(text: str) -> dict[str, Any]:
         raise UnusableLock(f"it is not JSON ({exc})", text) from None
     version = lock.get("version") if isinstance(lock, dict) else None
     if version != LOCK_VERSION:
-        raise UnusableLock(
-            f"it is no lock of version {LOCK_VERSION}, which records what kind "
-            f"names mean (version: {version!r})",
-            text,
-        )
+        raise UnusableLock(f"it is no lock of version {LOCK_VERSION} (version: {version!r})", text)
     if not _fits(lock, FORM):
         raise UnusableLock(
-            "it is not of a lock's form (tables of rows and retired keys, " "breaks)", text
+            "it is not of a lock's form (tables of rows and retired keys, breaks)", text
         )
     return lock  # type: ignore[no-any-return]
 
@@ -152,10 +148,6 @@ def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]
     for commit, committed in history:
         for item in readable_breaks(committed)[0]:
             if item not in lock["breaks"]:
-                raise UnusableLock(
-                    f"it no longer records the break {item['change']!r}, which "
-                    f"the lock committed in {commit[:12]} records: the history "
-                    "of breaks only grows",
-                    text,
-                )
+                problem = f"it no longer records the break {item['change']!r} of {commit[:12]}"
+                raise UnusableLock(problem, text)
     return lock, ""
