@@ -1,11 +1,9 @@
-"""The last step: black, the header stamp, then compare or write, the only module that
-touches the disk. A write is all or nothing across files: every new file is staged first,
-then each change is made, and a failure puts back the old bytes of what was changed."""
+"""The last step: black, the header stamp, then compare or write (all or nothing across
+files), the only module that touches the disk."""
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -18,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .cache import STORE
+from .cache import STORE, digest
 from .config import OUTPUT_NAME, Config
 from .errors import GeneratorError
 from .table import Tables
@@ -31,8 +29,8 @@ FIX_COMMAND = "make codegen"
 # The formatting of generated code is part of its bytes: never derive it from local config.
 BLACK_TARGET, BLACK_LINE_LENGTH = "PY311", 100
 BLACK_VERSION = importlib.metadata.version("black")
-# A file's name, its old bytes and its new ones (None: no file). Removing an orphan is a
-# change to no file, so one list and one undo serve every change a write makes.
+HERE = Path(__file__).parent
+# A file's name, its old bytes and its new ones (None: no file, as after an orphan's removal).
 Change = tuple[str, bytes | None, bytes | None]
 
 
@@ -43,29 +41,6 @@ def check_formatter(config: Config) -> None:
             f"black {BLACK_VERSION} is installed, not the pinned {config.black_pin}: run "
             "`make venv` (pip install -c constraints-dev.txt -e '.[codegen]') and run again"
         )
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
-    """sha256 over everything the output depends on (``functions``: the kinds' functions)."""
-    # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
-    templates = [
-        p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    ]
-    modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
-    inputs = {
-        "table": table.digest,
-        "templates": sorted(
-            [p.relative_to(config.templates).as_posix(), _sha256(p)] for p in templates
-        ),
-        "modules": [_sha256(path) for path in (*modules, functions)],
-        "generator": [[p.name, _sha256(p)] for p in sorted(Path(__file__).parent.glob("*.py"))],
-        "versions": [__version__, BLACK_VERSION],
-    }
-    return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
@@ -95,36 +70,45 @@ def format_source(source: str, name: str, template: str = "") -> str:
     return formatted
 
 
-def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
-    """The finished file: the header in the file type's own comment form (JSON has none: its
-    first key, "$comment", a JSON Schema keyword too), then the body."""
-    files = " and ".join(dict.fromkeys(t.source_file for t in table))
-    lines = [
+def build_outputs(
+    sources: dict[str, str], tables: Tables, config: Config, functions: Path
+) -> dict[str, str]:
+    """Format (black for Python) every rendered source and head it with the header in the file
+    type's own comment form (JSON has none: its first key, "$comment", a JSON Schema keyword
+    too), with a sha256 over everything the output depends on (``functions``: the kinds')."""
+    # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
+    templates = [
+        p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    ]
+    modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
+    inputs = {
+        "table": tables.digest,
+        "templates": sorted(
+            [p.relative_to(config.templates).as_posix(), digest(p.read_bytes())] for p in templates
+        ),
+        "modules": [digest(path.read_bytes()) for path in (*modules, functions)],
+        "generator": [[p.name, digest(p.read_bytes())] for p in sorted(HERE.glob("*.py"))],
+        "versions": [__version__, BLACK_VERSION],
+    }
+    files = " and ".join(dict.fromkeys(t.source_file for t in tables))
+    header = [
         f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
-        f"tables sha256: {table.digest} (over the {' and '.join(t.name for t in table)} "
+        f"tables sha256: {tables.digest} (over the {' and '.join(t.name for t in tables)} "
         "tables' own digests)",
-        f"inputs sha256: {digest}",
+        f"inputs sha256: {digest(json.dumps(inputs).encode('utf-8'))}",
     ]
-    if name.endswith(".json"):
-        document = json.loads(body)
-        # Two-space indent and key order as rendered: the file reads like its template.
-        return json.dumps({"$comment": " ".join(lines), **document}, indent=2) + "\n"
-    if name.endswith(".md"):
-        return "<!-- " + "\n     ".join(lines) + " -->\n\n" + body.strip("\n") + "\n"
-    return "".join(f"# {line}\n" for line in lines) + body
-
-
-def build_outputs(
-    sources: dict[str, str], table: Tables, config: Config, functions: Path
-) -> dict[str, str]:
-    """Format (black for Python) and stamp every rendered source."""
-    digest = inputs_digest(table, config, functions)
     outputs: dict[str, str] = {}
-    for name, source in sources.items():
-        if name.endswith(".py"):
-            source = format_source(source, name, f"{config.templates_name}/{name}.j2")
-        outputs[name] = stamp(source, table, config, digest, name)
+    for name, body in sources.items():
+        if name.endswith(".json"):  # two-space indent and key order as rendered
+            document = {"$comment": " ".join(header), **json.loads(body)}
+            outputs[name] = json.dumps(document, indent=2) + "\n"
+        elif name.endswith(".md"):
+            outputs[name] = "<!-- " + "\n     ".join(header) + " -->\n\n" + body.strip("\n") + "\n"
+        else:
+            if name.endswith(".py"):
+                body = format_source(body, name, f"{config.templates_name}/{name}.j2")
+            outputs[name] = "".join(f"# {line}\n" for line in header) + body
     return outputs
 
 
@@ -209,8 +193,7 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
-    """What makes the output folder hold ``expected`` (each file whose bytes differ; an orphan
-    we generated: a change to no file), and the foreign modules there, which nothing removes.
+    """The changes that make the output folder hold ``expected``, and the foreign modules there.
     A folder where a file belongs is refused: it cannot be replaced atomically."""
     out = config.output_name
     if config.output.exists() and not config.output.is_dir():
@@ -275,7 +258,6 @@ def write(config: Config, expected: dict[str, str]) -> Written:
 
 
 def _change(config: Config, changes: list[Change]) -> None:
-    """Stage every new file, then make each change; on a failure, put back what was changed."""
     # Imported after table.py loaded the project's own `shardplan`: its artifact writer's.
     try:
         from shardplan.artifact import staging
@@ -323,7 +305,6 @@ def _discard(staged: Iterable[StagedFile]) -> None:
 def _undo(
     config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
 ) -> list[str]:
-    """Put back the old bytes of each file changed; return those that could not be."""
     stuck, staged = [], []
     for name, old in reversed(done):
         try:

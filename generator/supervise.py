@@ -55,13 +55,11 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
     if said and said[-1].startswith("done "):
         return int(said[-1].removeprefix("done "))
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-    where = ""
-    if said and said[-1].startswith("importing "):
-        where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
+    last = said[-1] if said else ""
+    where = f" while importing {last.removeprefix('importing ')!r}" * last.startswith("importing ")
     print(
-        f"specgen: the process ended{where} before specgen finished ({how}); "
-        "nothing was checked or written. A table, kinds or format module must only define "
-        "data: remove what ends the process from its top level and run again",
+        f"specgen: the process ended{where} ({how}); nothing was checked or written. Remove what "
+        "ends it from the table, kinds or format module's top level and run again",
         file=sys.stderr,
     )
     return bad_input
