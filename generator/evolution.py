@@ -10,6 +10,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from subprocess import DEVNULL
 from typing import Any
 
 from .config import Config
@@ -108,17 +109,11 @@ def committed_locks(config: Config) -> list[tuple[str, str]]:
     (``[]`` outside git): what a deleted generated/ or a hand edit cannot erase."""
     relative, git = f"{config.output_name}/{LOCK_NAME}", ["git", "-C", str(config.root)]
     try:
-        log = subprocess.run(
-            [*git, "log", "--format=%H", "-n50", "--", relative],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        commits = log.stdout.split() if log.returncode == 0 else []
+        log = [*git, "log", "--format=%H", "-n50", "--", relative]
+        commits = subprocess.check_output(log, stderr=DEVNULL, timeout=30).decode().split()
         asked = "".join(f"{commit}:./{relative}\n" for commit in commits).encode()
-        data = subprocess.run(
-            [*git, "cat-file", "--batch"], input=asked, capture_output=True, timeout=30
-        ).stdout
+        cat = [*git, "cat-file", "--batch"]
+        data = subprocess.check_output(cat, input=asked, stderr=DEVNULL, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return []
     found = []
@@ -158,7 +153,6 @@ def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]
 
 # What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
 BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
-TITLES = {BYTES: "changes the bytes freeze writes"}  # how the command line heads them
 # What a change to a row's recorded field means, by effect.
 ROW_CHANGES = {
     BREAKING: {
@@ -187,7 +181,7 @@ class Changes:
     def report(self) -> str:
         """Every change under its effect, for the command line."""
         return "\n".join(
-            f"  {TITLES.get(effect, effect)}: {item}"
+            f"  {'changes the bytes freeze writes' if effect == BYTES else effect}: {item}"
             for effect in (BREAKING, BYTES, COMPATIBLE)
             for item in getattr(self, effect)
         )
@@ -224,13 +218,14 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
         # An added row freeze writes even at its absent value gives every older artifact
         # its key when that artifact is frozen again.
         gained = {r.key for r in table.keyed if table.crossing_of(r).written_at_absent}
-        for effect, text in [
-            *_row_edits(old, new, retired, gained),
-            *_retirements(
-                {(gone["key"], gone["group"]) for gone in locked["retired"]}, retired, new
-            ),
-            *_reorders(old, new),
-        ]:
+        was_retired = {(gone["key"], gone["group"]) for gone in locked["retired"]}
+        edits = [*_row_edits(old, new, retired, gained), *_retirements(was_retired, retired, new)]
+        for group in sorted({row["group"] for row in new.values()}):  # the key order freeze writes
+            before = [k for k, row in old.items() if row["group"] == group and k in new]
+            after = [k for k, row in new.items() if row["group"] == group and k in old]
+            if before != after:
+                edits.append((BYTES, f"{group} rows reordered: {', '.join(after)}"))
+        for effect, text in edits:
             getattr(changes, effect).append(f"{table.name} table: {text}")
     return changes
 
@@ -308,14 +303,6 @@ def _retirements(
             yield BREAKING, f"retired key {key!r} dropped: artifacts holding it no longer load"
 
 
-def _reorders(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Edit]:
-    for group in sorted({row["group"] for row in new.values()}):
-        before = [k for k, row in old.items() if row["group"] == group and k in new]
-        after = [k for k, row in new.items() if row["group"] == group and k in old]
-        if before != after:
-            yield BYTES, f"{group} rows reordered: {', '.join(after)}"
-
-
 @dataclass(frozen=True)
 class LockMode:
     """What a run does with a breaking edit and an unusable lock; check and diff only report."""
@@ -354,16 +341,6 @@ def _new_lock(
     return changes, breaks, [f"specgen: {where}: {note}"]
 
 
-def _unusable(where: str, exc: UnusableLock) -> str:
-    way_out = (
-        "leave the lock as git left it, and run `specgen generate --new-lock` to merge it"
-        if conflict_line(exc.text or "")
-        else f"restore it from git (`git checkout -- {where}`), or write it anew with `specgen "
-        "generate --new-lock` (edits since the last usable lock go unchecked)"
-    )
-    return f"{where} is unusable: {exc}; {way_out}"
-
-
 def settle(
     config: Config, tables: Tables, mode: LockMode
 ) -> tuple[Changes, list[dict[str, Any]], list[str]]:
@@ -374,16 +351,20 @@ def settle(
         lock, commit = read_lock(config, history) if declared else (None, "")
     except UnusableLock as exc:
         if not mode.new_lock:
-            raise GeneratorError(_unusable(where, exc)) from None
+            raise GeneratorError(
+                f"{where} is unusable: {exc}; leave the lock as git left it, and run `specgen "
+                "generate --new-lock` to merge it"
+                if conflict_line(exc.text or "")
+                else f"{where} is unusable: {exc}; restore it from git (`git checkout -- "
+                f"{where}`), or write it anew with `specgen generate --new-lock` (edits since the "
+                "last usable lock go unchecked)"
+            ) from None
         changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
-            state = (
-                "there is none yet" if declared else "it is no declared output in [tool.specgen]"
-            )
+            state = "it is usable" if lock else "there is none" if declared else "it is not in outputs"
             raise GeneratorError(
-                f"--new-lock replaces an unusable {where}, but {'it is usable' if lock else state}: "
-                "run `specgen generate`"
+                f"--new-lock replaces an unusable {where}; {state}: run `specgen generate`"
             )
         changes = classify(lock, tables) if lock else Changes()
         breaks = list(lock["breaks"]) if lock else []
