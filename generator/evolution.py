@@ -362,9 +362,9 @@ def settle(
         changes, breaks, notes = _new_lock(exc.text, tables, history, where)
     else:
         if mode.new_lock:
-            state = "it is usable" if lock else "there is none" if declared else "it is not in outputs"
+            state = "usable" if lock else "absent" if declared else "no declared output"
             raise GeneratorError(
-                f"--new-lock replaces an unusable {where}; {state}: run `specgen generate`"
+                f"--new-lock replaces an unusable {where}, but it is {state}: run `specgen generate`"
             )
         changes = classify(lock, tables) if lock else Changes()
         breaks = list(lock["breaks"]) if lock else []
