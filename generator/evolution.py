@@ -364,7 +364,7 @@ def settle(
         if mode.new_lock:
             state = "usable" if lock else "absent" if declared else "no declared output"
             raise GeneratorError(
-                f"--new-lock replaces an unusable {where}, but it is {state}: run `specgen generate`"
+                f"--new-lock replaces an unusable {where}; it is {state}: run `specgen generate`"
             )
         changes = classify(lock, tables) if lock else Changes()
         breaks = list(lock["breaks"]) if lock else []
