@@ -153,21 +153,17 @@ _SAYS = {
 }
 
 
-# ------------------------------------------------------------------ reading the output folder
-
-
 def _failed(
     config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
 ) -> GeneratorError:
     out = config.output_name
-    problem = f"{doing} {out}/{name}: {exc.strerror}"
-    fix = f"make {out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
-    if stuck:
-        return GeneratorError(
-            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
-        )
-    return GeneratorError(f"{problem}; nothing was changed: {fix}")
+    left = (
+        f"could not restore {', '.join(f'{out}/{n}' for n in stuck or [])} (the rest is as it was)"
+    )
+    return GeneratorError(
+        f"{doing} {out}/{name}: {exc.strerror}; {left if stuck else 'nothing was changed'}: make "
+        f"{out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+    )
 
 
 def _current(config: Config, name: str) -> bytes | None:
@@ -179,7 +175,7 @@ def _current(config: Config, name: str) -> bytes | None:
         raise _failed(config, "cannot read", name, exc) from None
 
 
-# How each file type starts with the @generated marker (see stamp()); "# " for the others.
+# How each file type starts with the @generated marker (see build_outputs); "# " for others.
 _HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
 
 
@@ -228,9 +224,6 @@ def compare(config: Config, expected: dict[str, str]) -> Drift:
         diff = difflib.unified_diff(was, now, f"{label} (on disk)", f"{label} (regenerated)")
         drift.diff += "".join(line if line.endswith("\n") else line + "\n" for line in diff)
     return drift
-
-
-# ------------------------------------------------------------------ writing, all or nothing
 
 
 @dataclass

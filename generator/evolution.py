@@ -66,9 +66,7 @@ def parse_lock(text: str) -> dict[str, Any]:
     if version != LOCK_VERSION:
         raise UnusableLock(f"it is no lock of version {LOCK_VERSION} (version: {version!r})", text)
     if not _fits(lock, FORM):
-        raise UnusableLock(
-            "it is not of a lock's form (tables of rows and retired keys, breaks)", text
-        )
+        raise UnusableLock("its form is not a lock's (tables of rows, retired keys, breaks)", text)
     return lock  # type: ignore[no-any-return]
 
 
@@ -293,14 +291,13 @@ def _retirements(
     for key, group in sorted(old_retired - now_retired):
         if group in (r["group"] for r in new.values() if key in (r["key"], *r["aliases"])):
             continue  # a row reads it again, in place
-        moved = sorted(other for gone, other in now_retired if gone == key)
-        if moved:
-            yield BREAKING, (
-                f"retired key {key!r} moved from {group} to {', '.join(moved)}: artifacts "
-                f"holding it in {group} no longer load"
-            )
-        else:
-            yield BREAKING, f"retired key {key!r} dropped: artifacts holding it no longer load"
+        moved = ", ".join(sorted(other for gone, other in now_retired if gone == key))
+        yield BREAKING, (
+            f"retired key {key!r} moved from {group} to {moved}: artifacts holding it in {group} "
+            "no longer load"
+            if moved
+            else f"retired key {key!r} dropped: artifacts holding it no longer load"
+        )
 
 
 @dataclass(frozen=True)

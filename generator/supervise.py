@@ -50,12 +50,11 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
         os._exit(status)  # the parent's atexit handlers are the parent's to run
     os.close(writer)
     with os.fdopen(reader, "rb") as pipe:
-        said = pipe.read().decode("utf-8", "replace").splitlines()
+        last = (pipe.read().decode("utf-8", "replace").splitlines() or [""])[-1]
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    if said and said[-1].startswith("done "):
-        return int(said[-1].removeprefix("done "))
+    if last.startswith("done "):
+        return int(last.removeprefix("done "))
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-    last = said[-1] if said else ""
     where = f" while importing {last.removeprefix('importing ')!r}" * last.startswith("importing ")
     print(
         f"specgen: the process ended{where} ({how}); nothing was checked or written. Remove what "

@@ -217,8 +217,8 @@ def test_when_even_the_restore_fails_the_message_names_the_files_left_new(
     new_ones = OUTPUTS[:-1]
     assert str(caught.value).startswith(
         f"cannot replace generated/{OUTPUTS[-1]}: Operation not permitted; could not restore "
-        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (every other file is as "
-        "it was): make "
+        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (the rest is as it "
+        "was): make "
     )
     for name in OUTPUTS:
         assert (config.output / name).read_text().endswith("# changed\n") == (name in new_ones)
