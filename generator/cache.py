@@ -1,8 +1,6 @@
-"""What the generator computed before and can prove unchanged: compiled templates and black's
-output, kept for the process and in the project's ``.specgen-cache/`` folder, so `specgen
-check` on an up-to-date checkout neither compiles a template nor runs black. An entry is found
-by a digest of all it is a function of and carries a digest of its own bytes: one that does
-not match is a miss, never an output. A folder that cannot be used only costs time."""
+"""Compiled templates and black's output, kept for the process and in ``.specgen-cache/``: an
+entry is found by a digest of all it is a function of and carries a digest of its own bytes,
+so one that does not match is a miss, never an output; an unusable folder only costs time."""
 
 from __future__ import annotations
 

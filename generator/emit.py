@@ -8,7 +8,6 @@ import importlib.metadata
 import json
 import os
 import re
-from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,14 @@ BLACK_VERSION = importlib.metadata.version("black")
 HERE = Path(__file__).parent
 # A file's name, its old bytes and its new ones (None: no file, as after an orphan's removal).
 Change = tuple[str, bytes | None, bytes | None]
+# A change, by whether there is no file before it and no file after it.
+_SAYS = {
+    (False, False): "is stale: it differs from what the table and templates give.",
+    (True, False): "is missing.",
+    (False, True): "is an orphan: no declared output (remove it, or declare it in outputs).",
+}
+# How each file type starts with the @generated marker (see build_outputs); "# " for others.
+_HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
 
 
 def check_formatter(config: Config) -> None:
@@ -44,8 +51,7 @@ def check_formatter(config: Config) -> None:
 
 
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black (cached: black runs only for a source it has not seen); its
-    parse is the one check of a template's Python."""
+    """Format with the pinned black (cached); its parse is the one check of a template's Python."""
     key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
     if (kept := STORE.get(key)) is not None:
         return kept.decode("utf-8")
@@ -73,15 +79,14 @@ def format_source(source: str, name: str, template: str = "") -> str:
 def build_outputs(
     sources: dict[str, str], tables: Tables, config: Config, functions: Path
 ) -> dict[str, str]:
-    """Format (black for Python) every rendered source and head it with the header in the file
-    type's own comment form (JSON has none: its first key, "$comment", a JSON Schema keyword
-    too), with a sha256 over everything the output depends on (``functions``: the kinds')."""
+    """Format (black for Python) every rendered source and head it with the header, in the file
+    type's own comment form (JSON has none: its first key, "$comment", a JSON Schema keyword)."""
     # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
     templates = [
         p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
     ]
     modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
-    inputs = {
+    inputs = {  # all the output depends on (``functions``: the kinds')
         "table": tables.digest,
         "templates": sorted(
             [p.relative_to(config.templates).as_posix(), digest(p.read_bytes())] for p in templates
@@ -145,14 +150,6 @@ class Drift:
         return "\n".join(lines)
 
 
-# A change, by whether there is no file before it and no file after it.
-_SAYS = {
-    (False, False): "is stale: it differs from what the table and templates give.",
-    (True, False): "is missing.",
-    (False, True): "is an orphan: no declared output (remove it, or declare it in outputs).",
-}
-
-
 def _failed(
     config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
 ) -> GeneratorError:
@@ -175,10 +172,6 @@ def _current(config: Config, name: str) -> bytes | None:
         raise _failed(config, "cannot read", name, exc) from None
 
 
-# How each file type starts with the @generated marker (see build_outputs); "# " for others.
-_HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
-
-
 def _generated_by_us(path: Path) -> bool:
     try:
         with path.open("rb") as file:
@@ -189,8 +182,7 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
-    """The changes that make the output folder hold ``expected``, and the foreign modules there.
-    A folder where a file belongs is refused: it cannot be replaced atomically."""
+    """The changes that make the output folder hold ``expected``; the foreign modules there."""
     out = config.output_name
     if config.output.exists() and not config.output.is_dir():
         raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
@@ -275,11 +267,13 @@ def _change(config: Config, changes: list[Change]) -> None:
                 (config.output / current).unlink(missing_ok=True)
             else:
                 staged[current].replace(config.output / current)
-            done.append((current, old))
+            done.append((current, old, new))
         staging.sync_folder(folder)
     except OSError as exc:
-        _discard(staged.values())
-        stuck = _undo(config, staging, done, folder)
+        stuck = _undo(config, staging, done, folder, staged)
+        for file in staged.values():
+            with suppress(OSError):  # a staged file we cannot remove is hidden and ignored
+                file.discard()
         if created:
             with suppress(OSError):
                 config.output.rmdir()  # only if empty: then nothing of ours is in it
@@ -289,24 +283,17 @@ def _change(config: Config, changes: list[Change]) -> None:
             os.close(folder)
 
 
-def _discard(staged: Iterable[StagedFile]) -> None:
-    for file in staged:
-        with suppress(OSError):  # a staged file we cannot remove is hidden and ignored
-            file.discard()
-
-
 def _undo(
-    config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
+    config: Config, staging: ModuleType, done: list[Change], fd: int, staged: dict[str, StagedFile]
 ) -> list[str]:
-    stuck, staged = [], []
-    for name, old in reversed(done):
+    stuck = []
+    for name, old, _ in reversed(done):
         try:
             if old is None:
                 (config.output / name).unlink(missing_ok=True)
             else:
-                staged.append(staging.stage(config.output, old, None, folder))
-                staged[-1].replace(config.output / name)
+                staged[name] = staging.stage(config.output, old, None, fd)  # new bytes: in place
+                staged[name].replace(config.output / name)
         except OSError:
             stuck.append(name)
-    _discard(staged)
     return sorted(stuck)

@@ -1,7 +1,6 @@
-"""The evolution gate: every table edit is classified against the lock of the tables as
-last generated (compatible, changes bytes, breaking: refused unless recorded) before
-anything is written. The lock is read from disk or git's history, both sides of a conflicted
-one, the breaks any lock text still holds; a lock that cannot be read is never "no lock"."""
+"""The evolution gate: every table edit is classified against the lock of the tables as last
+generated (compatible, changes bytes, breaking: refused unless recorded) before anything is
+written. A lock that cannot be read (from disk, git's history, a conflict) is never "no lock"."""
 
 from __future__ import annotations
 
@@ -22,12 +21,33 @@ LOCK_VERSION = 2  # 1 recorded kind names, which a synonym changed
 ROW_FIELDS = ("name", "key", "group", "freeze", "written", "rebuild", "absent")
 RETIRED = ("key", "group", "reason")
 MARKERS = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
-# The form of a lock: a str or int stands for its type, a list for items of its one
-# item's form, "*" for any key.
+# A lock's form: a str or int stands for its type, a list for its items' form, "*" any key.
 BREAK = {"change": "", "table_sha256": ""}
 ROW = {**dict.fromkeys(ROW_FIELDS, ""), "aliases": [""]}
 TABLE = {"rows": [ROW], "retired": [dict.fromkeys(RETIRED, "")]}
 FORM = {"version": 0, "tables": {"*": TABLE}, "breaks": [BREAK]}
+# One conflict as git writes it: ours, a diff3 base (left out), theirs.
+CONFLICT = re.compile(
+    r"^<<<<<<<.*\n((?:.*\n)*?)"  # ours
+    r"(?:^\|{7}.*\n(?:.*\n)*?)?"  # a diff3 base
+    r"^=======.*\n((?:.*\n)*?)^>>>>>>>.*(?:\n|\Z)",  # theirs
+    re.MULTILINE,
+)
+# What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
+BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
+# What a change to a row's recorded field means, by effect.
+ROW_CHANGES = {
+    BREAKING: {
+        "group": "moved from {old} to {new}: old artifacts hold it in the other place",
+        "rebuild": "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
+        "mean something else",
+        "absent": "a missing key now gives {new}, was {old}: old artifacts without it "
+        "now mean something else",
+    },
+    BYTES: {"freeze": "freeze kind {old} -> {new}", "written": "now written when {new}, was {old}"},
+    COMPATIBLE: {"name": "spec attribute {old} -> {new}"},
+}
+Edit = tuple[str, str]  # an effect, and what the edit is
 
 
 class UnusableLock(GeneratorError):
@@ -68,15 +88,6 @@ def parse_lock(text: str) -> dict[str, Any]:
     if not _fits(lock, FORM):
         raise UnusableLock("its form is not a lock's (tables of rows, retired keys, breaks)", text)
     return lock  # type: ignore[no-any-return]
-
-
-# One conflict as git writes it: ours, a diff3 base (left out), theirs.
-CONFLICT = re.compile(
-    r"^<<<<<<<.*\n((?:.*\n)*?)"  # ours
-    r"(?:^\|{7}.*\n(?:.*\n)*?)?"  # a diff3 base
-    r"^=======.*\n((?:.*\n)*?)^>>>>>>>.*(?:\n|\Z)",  # theirs
-    re.MULTILINE,
-)
 
 
 def merge_sides(text: str) -> tuple[str, str] | None:
@@ -149,22 +160,6 @@ def read_lock(config: Config, history: list[tuple[str, str]]) -> tuple[Any, str]
     return lock, ""
 
 
-# What a table edit does to artifacts written before it: the list of ``Changes`` it is in.
-BREAKING, BYTES, COMPATIBLE = "breaking", "bytes", "compatible"
-# What a change to a row's recorded field means, by effect.
-ROW_CHANGES = {
-    BREAKING: {
-        "group": "moved from {old} to {new}: old artifacts hold it in the other place",
-        "rebuild": "rebuild kind {old} -> {new}: old artifacts may no longer load, or "
-        "mean something else",
-        "absent": "a missing key now gives {new}, was {old}: old artifacts without it "
-        "now mean something else",
-    },
-    BYTES: {"freeze": "freeze kind {old} -> {new}", "written": "now written when {new}, was {old}"},
-    COMPATIBLE: {"name": "spec attribute {old} -> {new}"},
-}
-
-
 @dataclass
 class Changes:
     """The classified edits between the lock and the tables, each one line."""
@@ -226,9 +221,6 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
         for effect, text in edits:
             getattr(changes, effect).append(f"{table.name} table: {text}")
     return changes
-
-
-Edit = tuple[str, str]  # an effect, and what the edit is
 
 
 def _row_edits(

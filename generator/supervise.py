@@ -1,7 +1,6 @@
 """The command line's run in a child process whose end the parent sees: a project module that
-ends the process while it is imported (``os._exit``, a signal, a C library's ``exit``) would
-otherwise end specgen with the status it chose, 0 included. Any end but the child's own report
-of its status is exit 2, naming the module being imported when it came."""
+ends the process while it is imported (``os._exit``, a signal) would otherwise end specgen with
+the status it chose, 0 included. Any other end is exit 2, naming the module being imported."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def imported(name: str) -> None:
 
 
 def supervised(run: Callable[[], int], *, bad_input: int) -> int:
-    """``run()``'s status, from a child process: ``bad_input`` when the child ended before
-    reporting one (where the platform cannot fork, ``run()`` in this process)."""
+    """``run()``'s status from a child process (``bad_input`` if it ended before reporting one)."""
     global _channel
     if not hasattr(os, "fork"):
         return run()
