@@ -208,8 +208,6 @@ def classify(lock: dict[str, Any], tables: Tables) -> Changes:
         old = {row["key"]: row for row in locked["rows"]}
         new = {row["key"]: row for row in (_row(table, r) for r in table.keyed)}
         retired = {(gone.key, gone.group) for gone in table.retired}
-        # An added row freeze writes even at its absent value gives every older artifact
-        # its key when that artifact is frozen again.
         gained = {r.key for r in table.keyed if table.crossing_of(r).written_at_absent}
         was_retired = {(gone["key"], gone["group"]) for gone in locked["retired"]}
         edits = [*_row_edits(old, new, retired, gained), *_retirements(was_retired, retired, new)]
