@@ -1,8 +1,6 @@
-"""What the generator computed before and can prove unchanged: compiled templates and black's
-output, kept for the process and in the project's ``.specgen-cache/`` folder, so `specgen
-check` on an up-to-date checkout neither compiles a template nor runs black. An entry is found
-by a digest of all it is a function of and carries a digest of its own bytes: one that does
-not match is a miss, never an output. A folder that cannot be used only costs time."""
+"""Compiled templates and black's output, kept for the process and in ``.specgen-cache/``: an
+entry is found by a digest of all it is a function of and carries a digest of its own bytes,
+so one that does not match is a miss, never an output; an unusable folder only costs time."""
 
 from __future__ import annotations
 
@@ -17,7 +15,8 @@ import jinja2
 FOLDER = ".specgen-cache"  # in the project's root, beside pyproject.toml; git ignores it
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """The hex sha256 of ``data``: how entries are found and checked, and the inputs digest."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -29,14 +28,14 @@ class Store:
         self.folder: Path | None = None
 
     def _path(self, key: str) -> Path | None:
-        return None if self.folder is None else self.folder / _digest(key.encode("utf-8"))
+        return None if self.folder is None else self.folder / digest(key.encode("utf-8"))
 
     def get(self, key: str) -> bytes | None:
         """The bytes put under ``key``, if they are found whole."""
         if key not in self._held and (path := self._path(key)) is not None:
             with suppress(OSError):
                 check, _, data = path.read_bytes().partition(b"\n")
-                if check == _digest(data).encode("ascii"):  # else cut short or altered: a miss
+                if check == digest(data).encode("ascii"):  # else cut short or altered: a miss
                     self._held[key] = data
         return self._held.get(key)
 
@@ -49,7 +48,7 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(handle, "wb") as out:
-                out.write(_digest(data).encode("ascii") + b"\n" + data)
+                out.write(digest(data).encode("ascii") + b"\n" + data)
             os.replace(staged, path)
 
 

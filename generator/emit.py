@@ -1,16 +1,13 @@
-"""The last step: black, the header stamp, then compare or write, the only module that
-touches the disk. A write is all or nothing across files: every new file is staged first,
-then each change is made, and a failure puts back the old bytes of what was changed."""
+"""The last step: black, the header stamp, then compare or write (all or nothing across
+files), the only module that touches the disk."""
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib.metadata
 import json
 import os
 import re
-from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .cache import STORE
+from .cache import STORE, digest
 from .config import OUTPUT_NAME, Config
 from .errors import GeneratorError
 from .table import Tables
@@ -31,47 +28,30 @@ FIX_COMMAND = "make codegen"
 # The formatting of generated code is part of its bytes: never derive it from local config.
 BLACK_TARGET, BLACK_LINE_LENGTH = "PY311", 100
 BLACK_VERSION = importlib.metadata.version("black")
-# A file's name, its old bytes and its new ones (None: no file). Removing an orphan is a
-# change to no file, so one list and one undo serve every change a write makes.
+HERE = Path(__file__).parent
+# A file's name, its old bytes and its new ones (None: no file, as after an orphan's removal).
 Change = tuple[str, bytes | None, bytes | None]
+# A change, by whether there is no file before it and no file after it.
+_SAYS = {
+    (False, False): "is stale: it differs from what the table and templates give.",
+    (True, False): "is missing.",
+    (False, True): "is an orphan: no declared output (remove it, or declare it in outputs).",
+}
+# How each file type starts with the @generated marker (see build_outputs); "# " for others.
+_HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
 
 
 def check_formatter(config: Config) -> None:
     """Refuse a black other than the pinned one: it would show as a diff nobody can explain."""
     if BLACK_VERSION != config.black_pin:
         raise GeneratorError(
-            f"black {BLACK_VERSION} is installed, but generated code is formatted with the "
-            f"pinned black {config.black_pin}.\n  Install the pinned version (`make venv`, or "
-            f"pip install -c constraints-dev.txt -e '.[codegen]') and run again."
+            f"black {BLACK_VERSION} is installed, not the pinned {config.black_pin}: run "
+            "`make venv` (pip install -c constraints-dev.txt -e '.[codegen]') and run again"
         )
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def inputs_digest(table: Tables, config: Config, functions: Path) -> str:
-    """sha256 over everything the output depends on (``functions``: the kinds' functions)."""
-    # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
-    templates = [
-        p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    ]
-    modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
-    inputs = {
-        "table": table.digest,
-        "templates": sorted(
-            [p.relative_to(config.templates).as_posix(), _sha256(p)] for p in templates
-        ),
-        "modules": [_sha256(path) for path in (*modules, functions)],
-        "generator": [[p.name, _sha256(p)] for p in sorted(Path(__file__).parent.glob("*.py"))],
-        "versions": [__version__, BLACK_VERSION],
-    }
-    return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
-
-
 def format_source(source: str, name: str, template: str = "") -> str:
-    """Format with the pinned black mode; its parse is the one check of a template's Python.
-    The cache keeps the output: black runs (and is imported) only for a source it has not seen."""
+    """Format with the pinned black (cached); its parse is the one check of a template's Python."""
     key = f"black {BLACK_VERSION} {BLACK_TARGET} {BLACK_LINE_LENGTH}\n{source}"
     if (kept := STORE.get(key)) is not None:
         return kept.decode("utf-8")
@@ -83,8 +63,7 @@ def format_source(source: str, name: str, template: str = "") -> str:
     try:
         formatted = black.format_str(source, mode=mode)
     except InvalidInput as exc:
-        # black says "cannot parse for target version Python 3.11: 241:18", then the line,
-        # a caret and the reason ("ParseError: bad input"): the line is named from the source.
+        # "cannot parse for target version Python 3.11: 241:18 ...ParseError: bad input"
         line = str(exc).partition(": ")[2].partition(":")[0]
         if not (template and line.isdigit() and 0 < int(line) <= len(source.splitlines())):
             raise GeneratorError(f"black cannot format the rendered {name}: {exc}") from None
@@ -97,37 +76,44 @@ def format_source(source: str, name: str, template: str = "") -> str:
     return formatted
 
 
-def stamp(body: str, table: Tables, config: Config, digest: str, name: str = ".py") -> str:
-    """The finished file: the header in the file type's own comment form (JSON has none: its
-    first key, "$comment", a JSON Schema keyword too), then the body."""
-    files = " and ".join(dict.fromkeys(t.source_file for t in table))
-    lines = [
+def build_outputs(
+    sources: dict[str, str], tables: Tables, config: Config, functions: Path
+) -> dict[str, str]:
+    """Format (black for Python) every rendered source and head it with the header, in the file
+    type's own comment form (JSON has none: its first key, "$comment", a JSON Schema keyword)."""
+    # Every file of the templates folder, not only the declared outputs' templates (kinds.j2).
+    templates = [
+        p for p in config.templates.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    ]
+    modules = [config.root / (m.replace(".", "/") + ".py") for m in (config.kinds, config.format)]
+    inputs = {  # all the output depends on (``functions``: the kinds')
+        "table": tables.digest,
+        "templates": sorted(
+            [p.relative_to(config.templates).as_posix(), digest(p.read_bytes())] for p in templates
+        ),
+        "modules": [digest(path.read_bytes()) for path in (*modules, functions)],
+        "generator": [[p.name, digest(p.read_bytes())] for p in sorted(HERE.glob("*.py"))],
+        "versions": [__version__, BLACK_VERSION],
+    }
+    files = " and ".join(dict.fromkeys(t.source_file for t in tables))
+    header = [
         f"{MARKER} by `{FIX_COMMAND}` from {files} and {config.templates_name}/. DO NOT EDIT.",
         f"Regenerate with `{FIX_COMMAND}` (python -m generator); `make check` fails on drift.",
-        f"tables sha256: {table.digest} (over the {' and '.join(t.name for t in table)} "
+        f"tables sha256: {tables.digest} (over the {' and '.join(t.name for t in tables)} "
         "tables' own digests)",
-        f"inputs sha256: {digest}",
+        f"inputs sha256: {digest(json.dumps(inputs).encode('utf-8'))}",
     ]
-    if name.endswith(".json"):
-        document = json.loads(body)
-        # Two-space indent and key order as rendered: the file reads like its template.
-        return json.dumps({"$comment": " ".join(lines), **document}, indent=2) + "\n"
-    if name.endswith(".md"):
-        return "<!-- " + "\n     ".join(lines) + " -->\n\n" + body.strip("\n") + "\n"
-    return "".join(f"# {line}\n" for line in lines) + body
-
-
-def build_outputs(
-    sources: dict[str, str], table: Tables, config: Config, functions: Path
-) -> dict[str, str]:
-    """Format (black for Python) and stamp every rendered source (``functions``: the kinds'
-    functions module, an input of the digest)."""
-    digest = inputs_digest(table, config, functions)
     outputs: dict[str, str] = {}
-    for name, source in sources.items():
-        if name.endswith(".py"):
-            source = format_source(source, name, f"{config.templates_name}/{name}.j2")
-        outputs[name] = stamp(source, table, config, digest, name)
+    for name, body in sources.items():
+        if name.endswith(".json"):  # two-space indent and key order as rendered
+            document = {"$comment": " ".join(header), **json.loads(body)}
+            outputs[name] = json.dumps(document, indent=2) + "\n"
+        elif name.endswith(".md"):
+            outputs[name] = "<!-- " + "\n     ".join(header) + " -->\n\n" + body.strip("\n") + "\n"
+        else:
+            if name.endswith(".py"):
+                body = format_source(body, name, f"{config.templates_name}/{name}.j2")
+            outputs[name] = "".join(f"# {line}\n" for line in header) + body
     return outputs
 
 
@@ -143,76 +129,41 @@ class Drift:
         return bool(self.changes or self.foreign)
 
     def report(self, config: Config, breaking: bool = False) -> str:
-        """What check prints after the diff (generate too, of a foreign module): what differs and
-        the fix (``breaking``: the table edit breaks old artifacts; plain `make codegen` refuses).
-        """
+        """What differs and the fix (``breaking``: plain `make codegen` refuses the table edit)."""
         out = config.output_name
         lines = [
             f"{out}/{name} {_SAYS[old is None, new is None]}" for name, old, new in self.changes
         ]
         lines += [
-            f"{out}/{name} is no declared output and was not written by specgen (no @generated "
-            "header), so neither `specgen generate` nor `make codegen` removes it; it is "
-            f"importable as {out}.{name.removesuffix('.py')}: move it out of {out}/, or delete it."
+            f"{out}/{name} is no declared output and specgen did not write it: move it out of "
+            f"{out}/ or delete it."
             for name in self.foreign
         ]
         if self.changes and breaking:
             lines.append(
-                f"The table edit breaks artifacts written before it, so `{FIX_COMMAND}` refuses "
-                'it as it stands: keep old artifacts loading (aliases=("old_key",) on the row, '
-                "or a RetiredKey), or accept the break with `specgen generate --allow-breaking`; "
+                f"The table edit breaks old artifacts, so `{FIX_COMMAND}` refuses it: add "
+                'aliases=("old_key",) or a RetiredKey, or run `specgen generate --allow-breaking`; '
                 f"then commit {out}/."
             )
-        elif self.changes:  # a foreign module alone: generate would not help
+        elif self.changes:
             lines.append(f"Run `{FIX_COMMAND}` and commit {out}/.")
         return "\n".join(lines)
-
-
-# A change, by whether there is no file before it and no file after it.
-_SAYS = {
-    (False, False): "is stale: it differs from what the table and templates give.",
-    (True, False): "is missing.",
-    (False, True): "is an orphan: it is not a declared output (remove it, or add it to outputs "
-    "in [tool.specgen] and restore its template).",
-}
-
-
-# ------------------------------------------------------------------ reading the output folder
 
 
 def _failed(
     config: Config, doing: str, name: str, exc: OSError, stuck: list[str] | None = None
 ) -> GeneratorError:
-    """The one message of a failed read or write: what failed, what could not be restored,
-    the fix (a folder where a file belongs is refused before: _check_output_folder)."""
     out = config.output_name
-    problem = f"{doing} {out}/{name}: {exc.strerror}"
-    fix = f"make {out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
-    if stuck:
-        return GeneratorError(
-            f"{problem}; could not restore {', '.join(f'{out}/{n}' for n in stuck)} "
-            f"(every other file is as it was): {fix}, then run `{FIX_COMMAND}` again"
-        )
-    return GeneratorError(f"{problem}; nothing was changed: {fix}")
-
-
-def _check_output_folder(config: Config) -> None:
-    """Refuse an output folder, or a declared output, that is something other than expected:
-    a folder cannot be replaced atomically, and removing one the user made is not our call."""
-    out = config.output_name
-    if config.output.exists() and not config.output.is_dir():
-        raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
-    for name in config.outputs:
-        path = config.output / name
-        if path.exists() and not path.is_file():
-            raise GeneratorError(
-                f"{out}/{name} is a folder (or another non-file), not a module: remove it "
-                f"(rm -r {out}/{name}) and run again"
-            )
+    left = (
+        f"could not restore {', '.join(f'{out}/{n}' for n in stuck or [])} (the rest is as it was)"
+    )
+    return GeneratorError(
+        f"{doing} {out}/{name}: {exc.strerror}; {left if stuck else 'nothing was changed'}: make "
+        f"{out}/{name} writable (chmod u+w; lsattr/chattr -i if immutable) and run again"
+    )
 
 
 def _current(config: Config, name: str) -> bytes | None:
-    """The bytes of an output file on disk, or None when it does not exist."""
     try:
         return (config.output / name).read_bytes()
     except FileNotFoundError:
@@ -221,26 +172,7 @@ def _current(config: Config, name: str) -> bytes | None:
         raise _failed(config, "cannot read", name, exc) from None
 
 
-def _strays(config: Config, expected: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The output folder's files that are no declared output, sorted: those we generated, and
-    foreign modules (importable, whoever wrote them; other files without our header are let be)."""
-    ours, foreign = [], []
-    for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
-        if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
-            continue
-        if _generated_by_us(path):
-            ours.append(path.name)
-        elif path.suffix == ".py" and path.exists():  # gone: another run removed our orphan
-            foreign.append(path.name)
-    return ours, foreign
-
-
-# How each file type starts with the @generated marker (see stamp()); "# " for the others.
-_HEADERS = {".json": rb'\{\s*"\$comment":\s*"', ".md": rb"<!-- "}
-
-
 def _generated_by_us(path: Path) -> bool:
-    """True when the file starts with our header (see stamp())."""
     try:
         with path.open("rb") as file:
             head = file.read(4096)
@@ -250,10 +182,21 @@ def _generated_by_us(path: Path) -> bool:
 
 
 def _changes(config: Config, expected: dict[str, str]) -> tuple[list[Change], list[str]]:
-    """What makes the output folder hold ``expected``: each file whose bytes differ (an orphan
-    we generated: a change to no file); and the foreign modules there, which nothing removes."""
-    _check_output_folder(config)
-    ours, foreign = _strays(config, expected)
+    """The changes that make the output folder hold ``expected``; the foreign modules there."""
+    out = config.output_name
+    if config.output.exists() and not config.output.is_dir():
+        raise GeneratorError(f"{out} is not a folder: remove or rename it, then run again")
+    for name in config.outputs:
+        if (config.output / name).exists() and not (config.output / name).is_file():
+            raise GeneratorError(f"{out}/{name} is not a file: remove it and run again")
+    ours, foreign = [], []
+    for path in sorted(config.output.iterdir()) if config.output.is_dir() else []:
+        if path.name in expected or not OUTPUT_NAME.fullmatch(path.name):
+            continue
+        if _generated_by_us(path):
+            ours.append(path.name)
+        elif path.suffix == ".py" and path.exists():  # gone: another run removed our orphan
+            foreign.append(path.name)
     wanted = {name: text.encode("utf-8") for name, text in expected.items()} | dict.fromkeys(ours)
     changes = [
         (name, old, new) for name, new in wanted.items() if (old := _current(config, name)) != new
@@ -275,9 +218,6 @@ def compare(config: Config, expected: dict[str, str]) -> Drift:
     return drift
 
 
-# ------------------------------------------------------------------ writing, all or nothing
-
-
 @dataclass
 class Written:
     """What a write did: files replaced or created, and orphans removed."""
@@ -290,8 +230,7 @@ class Written:
 
 
 def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing,
-    staged as the artifact writer stages its file; unchanged files are not touched."""
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing."""
     changes, foreign = _changes(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError(Drift(foreign=foreign).report(config))
@@ -304,16 +243,13 @@ def write(config: Config, expected: dict[str, str]) -> Written:
 
 
 def _change(config: Config, changes: list[Change]) -> None:
-    """Stage every new file, then make each change in turn; on a failure, put back the old
-    bytes of every file changed and name what failed, what could not be put back, the fix."""
-    # Imported now, not at the generator's import: after table.py loaded the project's own
-    # `shardplan`, so the primitive is the project's, the same as its artifact writer's.
+    # Imported after table.py loaded the project's own `shardplan`: its artifact writer's.
     try:
         from shardplan.artifact import staging
     except ImportError as exc:
         raise GeneratorError(
-            f"cannot import the staging primitive shardplan.artifact.staging ({exc}): run the "
-            "project's own generator (`python -m generator` in the project's folder)"
+            f"cannot import shardplan.artifact.staging ({exc}): run `python -m generator` in "
+            "the project's folder"
         ) from None
     staging.remove_stale_temporaries(config.output)  # what a killed run left
     doing, current, done = "write to", "", []
@@ -331,11 +267,13 @@ def _change(config: Config, changes: list[Change]) -> None:
                 (config.output / current).unlink(missing_ok=True)
             else:
                 staged[current].replace(config.output / current)
-            done.append((current, old))
+            done.append((current, old, new))
         staging.sync_folder(folder)
     except OSError as exc:
-        _discard(staged.values())
-        stuck = _undo(config, staging, done, folder)
+        stuck = _undo(config, staging, done, folder, staged)
+        for file in staged.values():
+            with suppress(OSError):  # a staged file we cannot remove is hidden and ignored
+                file.discard()
         if created:
             with suppress(OSError):
                 config.output.rmdir()  # only if empty: then nothing of ours is in it
@@ -345,25 +283,17 @@ def _change(config: Config, changes: list[Change]) -> None:
             os.close(folder)
 
 
-def _discard(staged: Iterable[StagedFile]) -> None:
-    for file in staged:
-        with suppress(OSError):  # a staged file we cannot remove is hidden and ignored
-            file.discard()
-
-
 def _undo(
-    config: Config, staging: ModuleType, done: list[tuple[str, bytes | None]], folder: int
+    config: Config, staging: ModuleType, done: list[Change], fd: int, staged: dict[str, StagedFile]
 ) -> list[str]:
-    """Put back the old bytes of each file changed; return the names that could not be."""
-    stuck, staged = [], []
-    for name, old in reversed(done):
+    stuck = []
+    for name, old, _ in reversed(done):
         try:
             if old is None:
                 (config.output / name).unlink(missing_ok=True)
             else:
-                staged.append(staging.stage(config.output, old, None, folder))
-                staged[-1].replace(config.output / name)
+                staged[name] = staging.stage(config.output, old, None, fd)  # new bytes: in place
+                staged[name].replace(config.output / name)
         except OSError:
             stuck.append(name)
-    _discard(staged)
     return sorted(stuck)

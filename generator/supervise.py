@@ -1,7 +1,6 @@
 """The command line's run in a child process whose end the parent sees: a project module that
-ends the process while it is imported (``os._exit``, a signal, a C library's ``exit``) would
-otherwise end specgen with the status it chose, 0 included. Any end but the child's own report
-of its status is exit 2, naming the module being imported when it came."""
+ends the process while it is imported (``os._exit``, a signal) would otherwise end specgen with
+the status it chose, 0 included. Any other end is exit 2, naming the module being imported."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ def imported(name: str) -> None:
 
 
 def supervised(run: Callable[[], int], *, bad_input: int) -> int:
-    """``run()``'s status, from a child process: ``bad_input`` when the child ended before
-    reporting one (where the platform cannot fork, ``run()`` in this process)."""
+    """``run()``'s status from a child process (``bad_input`` if it ended before reporting one)."""
     global _channel
     if not hasattr(os, "fork"):
         return run()
@@ -50,18 +48,15 @@ def supervised(run: Callable[[], int], *, bad_input: int) -> int:
         os._exit(status)  # the parent's atexit handlers are the parent's to run
     os.close(writer)
     with os.fdopen(reader, "rb") as pipe:
-        said = pipe.read().decode("utf-8", "replace").splitlines()
+        last = (pipe.read().decode("utf-8", "replace").splitlines() or [""])[-1]
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    if said and said[-1].startswith("done "):
-        return int(said[-1].removeprefix("done "))
+    if last.startswith("done "):
+        return int(last.removeprefix("done "))
     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-    where = ""
-    if said and said[-1].startswith("importing "):
-        where = f" while importing the module {said[-1].removeprefix('importing ')!r}"
+    where = f" while importing {last.removeprefix('importing ')!r}" * last.startswith("importing ")
     print(
-        f"specgen: the process ended{where} before specgen finished ({how}); "
-        "nothing was checked or written. A table, kinds or format module must only define "
-        "data: remove what ends the process from its top level and run again",
+        f"specgen: the process ended{where} ({how}); nothing was checked or written. Remove what "
+        "ends it from the table, kinds or format module's top level and run again",
         file=sys.stderr,
     )
     return bad_input

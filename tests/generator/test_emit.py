@@ -77,7 +77,7 @@ def test_a_module_without_the_header_is_reported_alike_by_check_and_generate(
     before = snapshot(repo_copy / "generated")
     check = run_specgen_here(repo_copy, "check")
     generate = run_specgen_here(repo_copy, "generate")
-    said = "generated/notes.py is no declared output and was not written by specgen"
+    said = "generated/notes.py is no declared output and specgen did not write it"
     assert check.returncode == 1 and said in check.stderr
     assert "Run `make codegen`" not in check.stderr  # it would not help
     assert generate.returncode == ExitStatus.BAD_INPUT and said in generate.stderr
@@ -147,7 +147,7 @@ def test_a_dropped_output_of_any_type_is_reported_by_check_and_removed_by_genera
     (repo_copy / "templates" / f"{name}.j2").unlink()
     check = run_specgen_here(repo_copy, "check")
     assert check.returncode == ExitStatus.DRIFT, check.stdout + check.stderr
-    assert f"generated/{name} is an orphan: it is not a declared output" in check.stderr
+    assert f"generated/{name} is an orphan: no declared output" in check.stderr
     result = run_specgen_here(repo_copy)
     assert result.returncode == 0, result.stderr
     assert (
@@ -217,8 +217,8 @@ def test_when_even_the_restore_fails_the_message_names_the_files_left_new(
     new_ones = OUTPUTS[:-1]
     assert str(caught.value).startswith(
         f"cannot replace generated/{OUTPUTS[-1]}: Operation not permitted; could not restore "
-        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (every other file is as "
-        "it was): make "
+        f"{', '.join(f'generated/{name}' for name in sorted(new_ones))} (the rest is as it "
+        "was): make "
     )
     for name in OUTPUTS:
         assert (config.output / name).read_text().endswith("# changed\n") == (name in new_ones)
@@ -289,10 +289,7 @@ def test_an_output_replaced_by_a_folder_exits_2_naming_it(repo_copy: Path, comma
     before = snapshot(repo_copy / "generated")
     result = run_specgen_here(repo_copy, command)
     assert result.returncode == ExitStatus.BAD_INPUT, result.stdout + result.stderr
-    assert result.stderr == (
-        "specgen: generated/rebuild.py is a folder (or another non-file), not a module: remove "
-        "it (rm -r generated/rebuild.py) and run again\n"
-    )
+    assert result.stderr == "specgen: generated/rebuild.py is not a file: remove it and run again\n"
     assert snapshot(repo_copy / "generated") == before and path.is_dir()
 
 
@@ -311,7 +308,13 @@ def test_an_orphan_another_run_removed_first_is_no_error(
 ) -> None:
     # Two runs list the same orphans; the first removes them before the second reads them.
     config = load_config(repo_copy)
-    monkeypatch.setattr(emit, "_strays", lambda config, expected: (["already_gone.py"], []))
+    (config.output / "already_gone.py").write_text("# @generated\n")
+
+    def removed_by_the_other_run(path: Path) -> bool:
+        path.unlink()
+        return True
+
+    monkeypatch.setattr(emit, "_generated_by_us", removed_by_the_other_run)
     expected = {name: (config.output / name).read_text() for name in OUTPUTS}
     assert not emit.write(config, expected)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from generator.lockfile import merge_sides
+from generator.evolution import merge_sides
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec_fields import SPEC_FIELDS
 from tests.helpers import remove_region_dispatch, replace_once, run_specgen_here, snapshot
