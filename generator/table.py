@@ -35,10 +35,7 @@ FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
 # What only a row crossing the artifact under a key holds, beside the key.
 CROSSING_FIELDS = ("freeze", "rebuild", "post_init", "aliases", "written", "absent")
 # Why no field nor top-level key (a CodegenMeta field) may begin with "__".
-_DUNDER = (
-    "begins with two underscores, which Python keeps for itself (__init__, __dict__) and "
-    "mangles in a class body"
-)
+_DUNDER = "begins with two underscores, which Python keeps for itself"
 # What every check reads of a row and of a retired key, and its type (aliases: of str).
 _TEXTS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
 _ROW: dict[str, type] = {**dict.fromkeys(_TEXTS, str), "post_init": bool, "aliases": tuple}
@@ -80,7 +77,9 @@ class Table:
 
     def group(self, group: str) -> tuple[Any, ...]:
         """The rows of ``group``, in table order."""
-        return tuple(row for row in self.rows if row.group == group)
+        from shardplan.table.rows import rows_of_group  # the project's: its tables imported it
+
+        return rows_of_group(self.rows, group)
 
     def role(self, *roles: str) -> tuple[Any, ...]:
         """The rows whose group has one of ``roles``, in table order."""
@@ -97,8 +96,7 @@ class Table:
         return self.role(CROSSES, DERIVED)
 
     def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The crossing rows the rebuild passes ``(by position, by keyword)``: the class's
-        leading __init__ parameters by position (a keyword costs a call about 0.05 µs)."""
+        """The crossing rows the rebuild passes ``(by position, by keyword)``: a keyword costs."""
         passed = {row.name: row for row in self.crossing if not row.post_init}
         positional = []
         for name in self.init_fields:
@@ -118,9 +116,9 @@ class Table:
 
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
-        aliases = tuple(alias for row in self.group(group) for alias in row.aliases)
-        retired = tuple(gone.key for gone in self.retired if gone.group == group)
-        return (*self.own_keys(group), *aliases, *retired)
+        from shardplan.table.rows import accepted_keys
+
+        return accepted_keys(self.rows, self.retired, group)
 
     def own_keys(self, group: str) -> tuple[str, ...]:
         """The keys of ``group``'s rows under their own names: no older name, no retired key."""
@@ -197,7 +195,6 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``."""
     file = getattr(module, "__file__", None)
     paths = [
         Path(place).resolve() for place in ([file] if file else getattr(module, "__path__", []))
@@ -216,16 +213,13 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
     """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
-    # A module this process imported before (a caller that imported another checkout's
-    # package, then ran specgen in-process) is handed back as it is, whatever the path says.
+    # A module this process imported before is handed back as it is, whatever the path says.
     parts = name.split(".")
     for held in (".".join(parts[: n + 1]) for n in range(len(parts))):
         if held in sys.modules and (elsewhere := _outside(sys.modules[held], root)):
             raise GeneratorError(
-                f"the {what} module {name!r} cannot be imported from the project {root}: this "
-                f"process already imported {held!r} from {elsewhere}, another checkout. Run "
-                "specgen in a fresh process (`python -m generator --root ...`) with this "
-                "project's environment."
+                f"cannot import the {what} module {name!r} from {root}: this process already "
+                f"imported {held!r} from {elsewhere}. Run specgen in a fresh process."
             )
     try:
         importing(name)
@@ -241,15 +235,14 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
         hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
         problem = f"{exc}; fix the file{hint} and run again"
         if isinstance(exc, SystemExit):
-            problem = f"it called sys.exit({exc.code!r}); it must only define data: remove the exit"
+            problem = f"it called sys.exit({exc.code!r}): remove the exit"
         raise GeneratorError(
             f"{where}cannot import the {what} module {name!r}: {problem}"
         ) from None
     if elsewhere := _outside(module, root):
         raise GeneratorError(
-            f"the {what} module {name!r} was imported from {elsewhere}, outside the project "
-            f"{root}: another checkout comes first on the path (PYTHONPATH, or an editable "
-            "install of it). Run specgen with this project's environment."
+            f"the {what} module {name!r} was imported from {elsewhere}, not from {root}: "
+            "put the project first on the path (PYTHONPATH, an editable install)"
         )
     return module
 
@@ -278,8 +271,8 @@ def load_format(config: Config) -> Format:
     for table in config.tables:
         if table.name not in groups:
             raise GeneratorError(
-                f"{table.setting}: the format module {config.format} declares no groups for "
-                f"table {table.name!r} in TABLE_GROUPS: add them, or rename the table"
+                f"{table.setting}: {config.format}.TABLE_GROUPS has no {table.name!r}: add its "
+                "groups, or rename the table"
             )
         if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
@@ -309,10 +302,7 @@ def load_table(config: Config, table: TableConfig) -> LoadedTable:
         raise GeneratorError(f"{table.cls} must be a dataclass")
     digest = getattr(table_module, "table_digest", None)
     if not callable(digest):
-        raise GeneratorError(
-            f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
-            "guard of generated code calls it on import"
-        )
+        raise GeneratorError(f"{table_module.__name__} has no table_digest(rows, retired): add it")
     cls_module = sys.modules[cls.__module__]  # its own names a field would hide
     shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
     tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
@@ -350,22 +340,6 @@ def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> Non
         raise GeneratorError(f"{where}: {what}; every entry must be a {kind}")
 
 
-def _doc_problems(doc: str) -> list[str]:
-    """What one line of fields.md and meta.py cannot show (a template escapes a plain |)."""
-    problems = []
-    if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
-        problems.append(
-            f"doc {doc!r} has a line break; fields.md gives each key one table row.\n"
-            "  Write the doc on one line."
-        )
-    if "\\|" in doc:
-        problems.append(
-            f"doc {doc!r} has a backslash before a pipe, which fields.md cannot show.\n"
-            "  Drop the backslash: a plain | is escaped for the table."
-        )
-    return problems
-
-
 def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
     """What is wrong with the row's name, as Python, the class and its module see it."""
     rename = "\n  Rename the field (and its row)."
@@ -375,15 +349,15 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
         return [f"name {_DUNDER}.{rename}"]
     if role == DERIVED and row.name in table.fields:
         return [
-            f"a {row.group} row is computed by freeze and names no field, but the class has "
-            f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
+            f"a {row.group} row names no field, but the class has a field {row.name!r}.\n"
+            "  Give the field a row of its own, or rename the row."
         ]
     if role == DERIVED:
         return []
     if row.name in table.bound:
         return [
             f"name {row.name!r} shadows a name the class's module binds itself "
-            f"({table.bound[row.name]}): a field of that name hides it in the class body.{rename}"
+            f"({table.bound[row.name]}).{rename}"
         ]
     if row.name not in table.fields:
         return [
@@ -391,23 +365,21 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
             "  Add the field to the dataclass, or remove the row."
         ]
     if row.name in table.config.filled_elsewhere:
-        return [
-            f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
-            "  Remove the row, or the field from filled_elsewhere."
-        ]
+        return [f"field {row.name!r} has a row and is in filled_elsewhere.\n  Remove one of them."]
+    if role == CROSSES and row.name in {r.within for r in table.rows if r.key}:
+        return [f"field {row.name!r} is also an object other rows nest keys in.{rename}"]
     return []
 
 
-def _key_shape_problems(row: Any, form: Format) -> list[str]:
+def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     """A top-level key (a CodegenMeta field, one level nested at most) and its aliases."""
     sep = form.separator
     for key in (row.key, *row.aliases):
         parts = key.split(sep)
         if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
             return [
-                f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
-                f'two of them joined by {sep!r} (a key nested one level, "container{sep}key").'
-                "\n  Choose another key."
+                f"key {key!r} is neither an identifier nor two joined by {sep!r}.\n"
+                "  Choose another key."
             ]
         if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
             return [
@@ -423,62 +395,48 @@ def _key_shape_problems(row: Any, form: Format) -> list[str]:
     for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
         if within != row.within:
             here = f"in {row.within!r}" if row.within else "at the top level"
+            fix = f'"{row.within}{sep}<old name>"' if row.within else "without a dot"
             problems.append(
-                f"alias {alias!r} leaves the object the key lives in ({here}): an alias is an "
-                "older name of the same key in the same object.\n  Write the alias "
-                + (f'"{row.within}{sep}<old name>".' if row.within else "without a dot.")
+                f"alias {alias!r} leaves the object of the key ({here}).\n  Write {fix}."
             )
+    nests = {r.within: r for r in table.rows if r.key and r.within}
+    if not row.within and (nested := nests.get(row.key)):
+        problems.append(
+            f"key {row.key!r} is also the object row {table.rows.index(nested) + 1} "
+            f"({nested.name}) nests {nested.key!r} in.\n  Choose another key."
+        )
     return problems
 
 
 def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
     """What one row's fields, its field of the class and the format find wrong with it."""
-    problems = _name_problems(row, table, role) + _doc_problems(row.doc)
+    problems = _name_problems(row, table, role)
+    if row.doc.splitlines() not in ([], [row.doc]):  # any line boundary: \n, \r, \u2028 ...
+        problems.append(f"doc {row.doc!r} has a line break.\n  Write the doc on one line.")
+    if "\\|" in row.doc:  # fields.md escapes a plain |
+        problems.append(f"doc {row.doc!r} has a backslash before a pipe.\n  Write a plain |.")
     groups = form.groups[table.config.name]
     if role is None:
         close = [f" Did you mean {g!r}?" for g in difflib.get_close_matches(row.group, groups, 1)]
         known = f"Known groups: {', '.join(groups)}.{''.join(close)}"
         return [*problems, f"unknown group {row.group!r}.\n  {known}"]
     if role in (EXEMPT, OTHERS):
-        if any(getattr(row, name) for name in ("key", *CROSSING_FIELDS)):
+        if found := [name for name in ("key", *CROSSING_FIELDS) if getattr(row, name)]:
             problems.append(
-                f"a row of group {row.group!r} has no key of its own, so key, freeze, rebuild, "
-                'written and absent must be "", aliases empty and post_init False.\n  Clear '
-                "them, or move the row to a group that crosses the artifact under a key."
+                f"a row of group {row.group!r} has no key of its own.\n  Clear "
+                f"{', '.join(found)}, or move the row to a group with keys."
             )
     elif not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
     elif row.group in form.top_level:
-        problems += _key_shape_problems(row, form)
+        problems += _key_problems(row, table, form)
     if role != EXEMPT and not row.doc.strip():
-        problems.append(
-            "a row that crosses the artifact needs a one-line doc: the schema and the field "
-            'reference show it.\n  Set doc="...".'
-        )
+        problems.append('a row that crosses the artifact needs a one-line doc.\n  Set doc="...".')
     field = table.fields.get(row.name) if role == CROSSES else None
     if field is not None and row.post_init == field.init:  # post_init: set after construction
         problems.append(
             f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  Set "
             f"post_init={not row.post_init}, or declare the field with field(init={row.post_init})."
-        )
-    return problems
-
-
-def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """A field or a top-level key named as an object other rows' keys nest in."""
-    nests = {r.within: r for r in table.rows if r.key and r.within}
-    problems = []
-    if row.name in nests and role == CROSSES:
-        problems.append(
-            f"the field and the object {row.name!r} other rows nest keys in would share a name "
-            "in the generated rebuild.\n  Rename the field (and its row), or the object."
-        )
-    if row.group in form.top_level and row.key in nests and not row.within:
-        nested = nests[row.key]
-        problems.append(
-            f"key {row.key!r} is also the object row {table.rows.index(nested) + 1} "
-            f"({nested.name}) nests {nested.key!r} in.\n  A top-level key is a value or an "
-            "object of nested keys: choose another key."
         )
     return problems
 
@@ -489,9 +447,8 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
     nests = {r.within for r in table.rows if r.key and r.within}
     if gone.within and gone.within not in nests:
         problems.append(
-            f"no row's key nests in {gone.within!r}, so freeze carries that object whole and "
-            f"the retirement would drop nothing.\n  Retire {gone.within!r} itself, or a key a "
-            "row nests in it."
+            f"no row's key nests in {gone.within!r}, so the retirement would drop nothing.\n"
+            f"  Retire {gone.within!r} itself, or a key a row nests in it."
         )
     elif gone.group in form.top_level and gone.key in nests:
         problems.append(
@@ -518,7 +475,7 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
         if first.setdefault(row.name, number) != number:
             problems.append(
                 f"{label} {number} ({row.name}): name {row.name!r} already has row "
-                f"{first[row.name]}.\n  Each field has exactly one row: remove one of them."
+                f"{first[row.name]}.\n  Remove one of them."
             )
     claims = [(f"{label} {n} ({row.name})", row.key, row.group) for n, row in rows if row.key]
     claims += [
@@ -542,8 +499,8 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
             )
         elif key in owner:
             problems.append(
-                f"{where}: key {key!r} is already used by {owner[key]}.\n  A key names one "
-                "field: choose another key, or drop the alias or retirement."
+                f"{where}: key {key!r} is already used by {owner[key]}.\n  Choose another key, "
+                "or drop the alias or retirement."
             )
         else:
             owner[key] = where
@@ -556,8 +513,7 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
         problems.append(
-            f"table {loaded.config.name!r}: {others} rows carry the keys no row owns; one field "
-            "carries them."
+            f"table {loaded.config.name!r}: {others} rows carry the keys no row owns.\n  Keep one."
         )
     named = {row.name for row in loaded.rows}
     for field_name in loaded.fields:
@@ -570,8 +526,8 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     for field_name in loaded.config.filled_elsewhere:
         if field_name not in loaded.fields:
             problems.append(
-                f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, which "
-                f"{loaded.config.cls} has no field of.\n  Fix filled_elsewhere."
+                f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, not a field of "
+                f"{loaded.config.cls}.\n  Remove it."
             )
     return problems
 
@@ -622,8 +578,8 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         crossing, wrong = _crossing(row, loaded, kinds, role, hints)
         if crossing is not None:
             crossings[row.name] = crossing
-        found = _row_problems(row, loaded, form, role) + _nesting_problems(row, loaded, form, role)
-        problems += [f"{label} {number} ({row.name}): {p}" for p in found + wrong]
+        found = _row_problems(row, loaded, form, role) + wrong
+        problems += [f"{label} {number} ({row.name}): {p}" for p in found]
     for index, gone in enumerate(loaded.retired):
         found = _retired_problems(gone, loaded, form)
         problems += [f"{retired}[{index}] ({gone.key}): {p}" for p in found]

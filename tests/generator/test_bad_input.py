@@ -59,8 +59,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'doc="Attributes divided by the TP degree;\\n[] clears an inherited list."',
         ),
         f"table row {ROW['tp_divide_attrs']} (tp_divide_attrs): doc 'Attributes divided by the "
-        "TP degree;\\n[] clears an inherited list.' has a line break; fields.md gives each key "
-        "one table row.\n  Write the doc on one line.",
+        "TP degree;\\n[] clears an inherited list.' has a line break.\n  Write the doc on one line.",
     ),
     "doc with a backslash before a pipe": (
         edit_table(
@@ -68,7 +67,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'doc="Attributes divided by the TP degree \\\\| [] clears an inherited list."',
         ),
         "(tp_divide_attrs): doc 'Attributes divided by the TP degree \\\\| [] clears an "
-        "inherited list.' has a backslash before a pipe, which fields.md cannot show.",
+        "inherited list.' has a backslash before a pipe.\n  Write a plain |.",
     ),
     "duplicate name": (
         edit_add_row(
@@ -102,8 +101,8 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             "field", 'SpecField("field", "field", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
         ),
         f"table row {added_row_number()} (field): name 'field' shadows a name the class's "
-        "module binds itself (shardplan/table/spec.py imports it): a field of that name hides "
-        "it in the class body.\n  Rename the field (and its row).",
+        "module binds itself (shardplan/table/spec.py imports it).\n  Rename the field (and its "
+        "row).",
     ),
     "injections key the artifact format reserves": (
         edit_add_field(
@@ -229,8 +228,8 @@ ONE_LINE_BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             'GROUPS = TABLE_GROUPS["spec"]\nimport sys; sys.exit(3)',
         ),
         f"shardplan/table/spec_fields.py:{line_of('shardplan/table/spec_fields.py', 'GROUPS = TABLE_GROUPS') + 1}: "
-        "cannot import the table module 'shardplan.table.spec_fields': it called sys.exit(3); "
-        "it must only define data: remove the exit",
+        "cannot import the table module 'shardplan.table.spec_fields': it called sys.exit(3): "
+        "remove the exit",
     ),
     "missing templates folder": (
         edit_write("templates", None),
