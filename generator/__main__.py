@@ -23,11 +23,8 @@ GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing 
 # Those, and the old spellings of `check` and `diff` (kept for existing CI steps and hooks),
 # are accepted by every command only to refuse, in words, a combination that means nothing.
 FLAGS = {
-    "--allow-breaking": "accept a table edit that breaks existing artifacts, and record it in "
-    "generated/table.lock.json",
-    "--new-lock": "replace an unusable generated/table.lock.json (conflict markers, garbage, "
-    "deleted): merge both sides of a conflict, else write it anew from the table, keeping "
-    "every break it can read",
+    "--allow-breaking": "accept a table edit that breaks existing artifacts; record it in the lock",
+    "--new-lock": "replace an unusable table lock, merging both sides of a conflict",
     "--check": "same as `specgen check`",
     "--diff": "same as `specgen diff`",
 }
@@ -39,16 +36,6 @@ class ExitStatus(IntEnum):
     OK = 0  # done; for check: generated/ matches the table and templates
     DRIFT = 1  # check found generated/ differs from what the table and templates give
     BAD_INPUT = 2  # bad table, template, configuration or command line; nothing written
-
-
-def _require_codegen(command: str) -> None:
-    """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
-    # Found, not imported: a check whose every source is cached never imports black.
-    if missing := [name for name in ("black", "jinja2") if importlib.util.find_spec(name) is None]:
-        raise GeneratorError(
-            f"{command} needs the codegen extra ({missing[0]} is not installed): "
-            "pip install 'specgen[codegen]'"
-        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,16 +68,12 @@ def _command(args: argparse.Namespace) -> str:
         return "check" if args.check else "diff" if args.diff else "generate"
     for flag in given:
         if flag in ("--check", "--diff"):
-            why = f"{flag} is the old spelling of `specgen {flag[2:]}` and takes no command"
             fix = f"`specgen {args.command}` or `specgen {flag[2:]}`"
         elif args.command != "generate":  # GENERATE_ONLY
-            why = (
-                f"{flag} changes what `specgen generate` writes, and {args.command} writes nothing"
-            )
             fix = f"`specgen generate {flag}`"
         else:
             continue
-        raise GeneratorError(f"`specgen {args.command} {flag}` means nothing: {why}; run {fix}")
+        raise GeneratorError(f"`specgen {args.command} {flag}` means nothing: run {fix}")
     return str(args.command)
 
 
@@ -129,8 +112,7 @@ def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool)
     # differ from what is on disk, say whose generator rendered them.
     own = Path(__file__).resolve().parent.parent
     whose = own != root and (
-        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s "
-        "own: output that differs may be the generators' difference"
+        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s own"
     )
     if command in ("check", "diff"):
         drift = compare(config, generated.files)
@@ -163,7 +145,13 @@ def run(argv: list[str] | None = None) -> int:
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:
         command = _command(args)
-        _require_codegen(command)  # before the project is looked for: what to install first
+        # Before the project is looked for: what to install first. Found, not imported: a
+        # check whose every source is cached never imports black.
+        if missing := [name for name in ("black", "jinja2") if not importlib.util.find_spec(name)]:
+            raise GeneratorError(
+                f"{command} needs the codegen extra ({missing[0]} is not installed): "
+                "pip install 'specgen[codegen]'"
+            )
         root = (args.root or find_root(Path.cwd())).resolve()
         if command == "table":
             sys.stdout.write(format_table(root))
@@ -176,8 +164,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point: ``run()`` supervised, so that a project module that ends
-    the process while imported is exit 2, never a silent 0."""
+    """Console-script entry point: ``run()`` supervised, so a module that ends the process is 2."""
     from .supervise import supervised
 
     sys.exit(supervised(run, bad_input=ExitStatus.BAD_INPUT))

@@ -30,8 +30,8 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "output": (".*", 'output = "generated"'),
     "outputs": (
         [OUTPUT_NAME.pattern],
-        'outputs = ["__init__.py", "freeze.py"] (at least one file, each once, each '
-        "rendered from templates/<name>.j2: a name ending in .py, .json or .md, no folder)",
+        'outputs = ["__init__.py", "freeze.py"] (each once, rendered from templates/<name>.j2: '
+        "a name ending in .py, .json or .md, no folder)",
     ),
     "tables": (dict, _TABLE),
 }
@@ -83,16 +83,11 @@ class Config:
 def read_pyproject(pyproject: Path) -> dict[str, Any]:
     """Parse a pyproject.toml; an unreadable or invalid file is a GeneratorError saying where."""
     try:
-        text = pyproject.read_text(encoding="utf-8")
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise GeneratorError(f"cannot read {pyproject}: {exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # tomllib's message already says "(at line L, column C)".
-        raise GeneratorError(
-            f"{pyproject} is not valid TOML: {exc}; fix the file and run again"
-        ) from None
+    except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
+        raise GeneratorError(f"{pyproject} is not valid TOML: {exc}; fix the file") from None
 
 
 def find_root(start: Path) -> Path:
@@ -127,27 +122,17 @@ def _black_pin(project: dict[str, object]) -> str:
         if match:
             return match[1]
     raise GeneratorError(
-        'pyproject.toml: the `codegen` extra must pin black exactly (e.g. "black==26.10.1"): '
-        "black decides the bytes of generated code"
+        'pyproject.toml: the `codegen` extra must pin black, e.g. "black==26.10.1"'
     )
 
 
 def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
-    """A folder setting, resolved; it must be a relative path to a folder inside the project."""
     setting = f'{pyproject}: {SECTION} {key} = "{value}"'
     if Path(value).is_absolute() or PurePosixPath(value).is_absolute():
-        raise GeneratorError(
-            f"{setting} is an absolute path; give it relative to pyproject.toml "
-            f'(e.g. "{Path(value).name or key}")'
-        )
+        raise GeneratorError(f"{setting} is an absolute path; give it relative to pyproject.toml")
     folder = (root / value).resolve()
-    if folder == root:
-        raise GeneratorError(f"{setting} is the project folder itself; name a folder inside it")
-    if not folder.is_relative_to(root):
-        raise GeneratorError(
-            f"{setting} points outside the project ({root}); specgen reads and writes only "
-            "inside it: name a folder inside the project"
-        )
+    if folder == root or not folder.is_relative_to(root):
+        raise GeneratorError(f"{setting} is not inside the project {root}: name a folder in it")
     return folder
 
 
@@ -160,8 +145,7 @@ def _fits(value: object, shape: object) -> bool:
 
 
 def _check(section: dict[str, Any], shapes: dict[str, tuple[object, str]], where: str) -> None:
-    """Refuse a setting ``shapes`` does not name, or one missing or not of its shape, naming
-    it and showing how it reads."""
+    """Refuse a setting missing, unknown or not of its shape, showing how it reads."""
     for key, (shape, example) in shapes.items():
         if not _fits(section.get(key), shape):
             wrong = "is missing" if key not in section else f"= {section[key]!r} is not of its form"
@@ -181,12 +165,13 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    _check(section, SETTINGS, f"{pyproject}: {SECTION}")
+    where = f"{pyproject}: {SECTION}"
+    _check(section, SETTINGS, where)
     outputs = section["outputs"]
     if not outputs or len(set(outputs)) < len(outputs):
+        example = SETTINGS["outputs"][1]
         raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs = {outputs!r} lists a file twice, or none; write "
-            f"it like {SETTINGS['outputs'][1]}"
+            f"{where} outputs lists a file twice, or none; write it like {example}"
         )
     tables = []
     for name, table in section["tables"].items():

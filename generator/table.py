@@ -233,7 +233,7 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
         shown = [(_shown(file, root, ""), n) for file, n in places]
         where = next((f"{file}:{n}: " for file, n in reversed(shown) if file), "")
         hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
-        problem = f"{exc}; fix the file{hint} and run again"
+        problem = f"{exc}; fix the file{hint}"
         if isinstance(exc, SystemExit):
             problem = f"it called sys.exit({exc.code!r}): remove the exit"
         raise GeneratorError(
