@@ -287,41 +287,38 @@ def load_format(config: Config) -> Format:
     )
 
 
-def load_table(config: Config, table: TableConfig) -> LoadedTable:
-    """Import one table's rows, retired keys and the dataclass they describe."""
-    table_module, rows = _import(table.rows, config.root, "table")
-    _, retired = _import(table.retired, config.root, "table")
-    _, cls = _import(table.cls, config.root, "class")
-    for setting, found, what in (
-        (table.rows, rows, "SpecField rows"),
-        (table.retired, retired, "RetiredKey"),
-    ):
-        if not isinstance(found, (tuple, list)):
-            raise GeneratorError(f"{setting} must be a tuple of {what}, got {type(found).__name__}")
-    if not dataclasses.is_dataclass(cls):
-        raise GeneratorError(f"{table.cls} must be a dataclass")
-    digest = getattr(table_module, "table_digest", None)
-    if not callable(digest):
-        raise GeneratorError(f"{table_module.__name__} has no table_digest(rows, retired): add it")
-    cls_module = sys.modules[cls.__module__]  # its own names a field would hide
-    shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
-    tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
-    return LoadedTable(
-        config=table,
-        bound=bound_names(tree, shown),
-        rows=tuple(rows),
-        retired=tuple(retired),
-        fields={f.name: f for f in dataclasses.fields(cls)},
-        module=table_module.__name__,
-        source_file=_shown(table_module.__file__, config.root, table_module.__name__),
-        digest=digest,
-        cls=cls,
-    )
-
-
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
-    """Import every configured table."""
-    return tuple(load_table(config, table) for table in config.tables)
+    """Import every configured table's rows, retired keys and the dataclass they describe."""
+    loaded = []
+    for table in config.tables:
+        table_module, rows = _import(table.rows, config.root, "table")
+        _, retired = _import(table.retired, config.root, "table")
+        _, cls = _import(table.cls, config.root, "class")
+        for setting, found in ((table.rows, rows), (table.retired, retired)):
+            if not isinstance(found, (tuple, list)):
+                raise GeneratorError(f"{setting} is a {type(found).__name__}, not a tuple")
+        if not dataclasses.is_dataclass(cls):
+            raise GeneratorError(f"{table.cls} must be a dataclass")
+        digest = getattr(table_module, "table_digest", None)
+        if not callable(digest):
+            raise GeneratorError(f"{table_module.__name__} has no table_digest(rows, retired)")
+        cls_module = sys.modules[cls.__module__]  # its own names a field would hide
+        shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
+        tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
+        loaded.append(
+            LoadedTable(
+                config=table,
+                bound=bound_names(tree, shown),
+                rows=tuple(rows),
+                retired=tuple(retired),
+                fields={f.name: f for f in dataclasses.fields(cls)},
+                module=table_module.__name__,
+                source_file=_shown(table_module.__file__, config.root, table_module.__name__),
+                digest=digest,
+                cls=cls,
+            )
+        )
+    return tuple(loaded)
 
 
 def _row_label(table: str) -> str:
@@ -330,9 +327,7 @@ def _row_label(table: str) -> str:
 
 def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> None:
     """Refuse a row or retired key the checks (and table_digest, a dataclass's) cannot read."""
-    wrong = [
-        name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)
-    ]
+    wrong = [name for name, of in shape.items() if not isinstance(getattr(raw, name, None), of)]
     if not wrong and not all(isinstance(alias, str) for alias in getattr(raw, "aliases", ())):
         wrong = ["aliases"]
     if wrong or not dataclasses.is_dataclass(raw):
@@ -341,28 +336,23 @@ def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> Non
 
 
 def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
-    """What is wrong with the row's name, as Python, the class and its module see it."""
     rename = "\n  Rename the field (and its row)."
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return ["name is not a Python identifier.\n  Use the dataclass field's name."]
     if row.name.startswith("__"):
         return [f"name {_DUNDER}.{rename}"]
     if role == DERIVED and row.name in table.fields:
-        return [
-            f"a {row.group} row names no field, but the class has a field {row.name!r}.\n"
-            "  Give the field a row of its own, or rename the row."
-        ]
+        return [f"{row.group} rows name no field, but {row.name!r} is one.\n  Rename the row."]
     if role == DERIVED:
         return []
     if row.name in table.bound:
         return [
-            f"name {row.name!r} shadows a name the class's module binds itself "
+            f"name {row.name!r} shadows a name the class's module binds "
             f"({table.bound[row.name]}).{rename}"
         ]
     if row.name not in table.fields:
         return [
-            f"the {table.config.name} class has no field {row.name!r}.\n"
-            "  Add the field to the dataclass, or remove the row."
+            f"the {table.config.name} class has no field {row.name!r}.\n  Add it or remove the row."
         ]
     if row.name in table.config.filled_elsewhere:
         return [f"field {row.name!r} has a row and is in filled_elsewhere.\n  Remove one of them."]
@@ -377,14 +367,9 @@ def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     for key in (row.key, *row.aliases):
         parts = key.split(sep)
         if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-            return [
-                f"key {key!r} is neither an identifier nor two joined by {sep!r}.\n"
-                "  Choose another key."
-            ]
+            return [f"key {key!r} is no identifier, nor two joined by {sep!r}.\n  Choose another."]
         if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
-            return [
-                f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another key."
-            ]
+            return [f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another."]
     problems = []
     reserved = form.reserved.get(row.group, {})
     if row.within in reserved:
@@ -394,11 +379,8 @@ def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
         )
     for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
         if within != row.within:
-            here = f"in {row.within!r}" if row.within else "at the top level"
-            fix = f'"{row.within}{sep}<old name>"' if row.within else "without a dot"
-            problems.append(
-                f"alias {alias!r} leaves the object of the key ({here}).\n  Write {fix}."
-            )
+            fix = f'"{row.within}{sep}<old name>"' if row.within else "it without a dot"
+            problems.append(f"alias {alias!r} leaves the object of the key.\n  Write {fix}.")
     nests = {r.within: r for r in table.rows if r.key and r.within}
     if not row.within and (nested := nests.get(row.key)):
         problems.append(
@@ -409,7 +391,6 @@ def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
 
 
 def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """What one row's fields, its field of the class and the format find wrong with it."""
     problems = _name_problems(row, table, role)
     if row.doc.splitlines() not in ([], [row.doc]):  # any line boundary: \n, \r, \u2028 ...
         problems.append(f"doc {row.doc!r} has a line break.\n  Write the doc on one line.")
@@ -435,14 +416,13 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
     field = table.fields.get(row.name) if role == CROSSES else None
     if field is not None and row.post_init == field.init:  # post_init: set after construction
         problems.append(
-            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  Set "
-            f"post_init={not row.post_init}, or declare the field with field(init={row.post_init})."
+            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  "
+            f"Set post_init={not row.post_init}, or field(init={row.post_init}) in the class."
         )
     return problems
 
 
 def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
-    """A retired key a rebuild could not drop, or without its key, reason or a known group."""
     problems = []
     nests = {r.within for r in table.rows if r.key and r.within}
     if gone.within and gone.within not in nests:
@@ -452,14 +432,13 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
         )
     elif gone.group in form.top_level and gone.key in nests:
         problems.append(
-            f"rows nest their keys in {gone.key!r}, which freeze still writes."
-            "\n  Retire the nested keys that are gone, not the object."
+            f"rows nest their keys in {gone.key!r}, which freeze still writes.\n"
+            "  Retire the nested keys that are gone, not the object."
         )
     groups = [g for g in form.groups[table.config.name] if g in form.retirable]
     if gone.group not in groups:
         problems.append(
-            f"group must be one of {', '.join(map(repr, groups))}, where the key "
-            f"was written, not {gone.group!r}."
+            f"group must be one of {', '.join(map(repr, groups))}, where the key was written."
         )
     if not gone.key or not gone.reason.strip():
         problems.append("a retired key needs its key and a reason.")
@@ -512,9 +491,7 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     problems = []
     others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
-        problems.append(
-            f"table {loaded.config.name!r}: {others} rows carry the keys no row owns.\n  Keep one."
-        )
+        problems.append(f"table {loaded.config.name!r}: {others} rows of role others.\n  Keep one.")
     named = {row.name for row in loaded.rows}
     for field_name in loaded.fields:
         if field_name not in named and field_name not in loaded.config.filled_elsewhere:
@@ -532,35 +509,6 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     return problems
 
 
-def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
-    """Each field's annotation, resolved once a table (none for a table without its class)."""
-    if loaded.cls is None:
-        return {}
-    try:
-        return kinds.field_types(loaded.cls)
-    except Exception as exc:  # the class is user code: report, never traceback
-        raise GeneratorError(
-            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): "
-            "annotate each field with a type its module (or an alias there) names"
-        ) from None
-
-
-def _crossing(
-    row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
-) -> tuple[Crossing | None, list[str]]:
-    """A keyed row's crossing (by the kinds, from its field), and what their laws refuse."""
-    if role not in (CROSSES, DERIVED):
-        return None, []
-    field = loaded.fields.get(row.name) if role == CROSSES else None
-    try:
-        crossing = kinds.resolve(row, field, hints.get(row.name, Any))
-    except kinds.error as exc:
-        return None, [str(exc)]
-    if field is not None and (crossing.broken_law or crossing.broken_type):
-        return crossing, [kinds.law_problem(row, field, crossing)]
-    return crossing, []
-
-
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
     """Check every row against the class, the format and the kinds; one error, every problem."""
     name = loaded.config.name
@@ -570,15 +518,27 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         _check_shape(f"{label} {number}", raw, _ROW, "SpecField")
     for index, raw in enumerate(loaded.retired):
         _check_shape(f"{retired}[{index}]", raw, _RETIRED, "RetiredKey")
+    try:  # each field's annotation, resolved once a table (none without the class)
+        hints = {} if loaded.cls is None else kinds.field_types(loaded.cls)
+    except Exception as exc:  # the class is user code: report, never traceback
+        raise GeneratorError(
+            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): annotate "
+            "each field with a type its module names"
+        ) from None
     problems: list[str] = []
     crossings: dict[str, Crossing] = {}
-    hints = _field_types(loaded, kinds)
     for number, row in enumerate(loaded.rows, start=1):
         role = form.roles.get(row.group) if row.group in form.groups[name] else None
-        crossing, wrong = _crossing(row, loaded, kinds, role, hints)
-        if crossing is not None:
-            crossings[row.name] = crossing
-        found = _row_problems(row, loaded, form, role) + wrong
+        found = _row_problems(row, loaded, form, role)
+        field = loaded.fields.get(row.name) if role == CROSSES else None
+        try:  # a keyed row's crossing, by the kinds, from its field; what their laws refuse
+            if role in (CROSSES, DERIVED):
+                crossing = kinds.resolve(row, field, hints.get(row.name, Any))
+                crossings[row.name] = crossing
+                if field is not None and (crossing.broken_law or crossing.broken_type):
+                    found.append(kinds.law_problem(row, field, crossing))
+        except kinds.error as exc:
+            found.append(str(exc))
         problems += [f"{label} {number} ({row.name}): {p}" for p in found]
     for index, gone in enumerate(loaded.retired):
         found = _retired_problems(gone, loaded, form)

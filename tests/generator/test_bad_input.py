@@ -101,8 +101,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             "field", 'SpecField("field", "field", GROUP_PARAM_PLAN, "scalar", "opt_scalar")'
         ),
         f"table row {added_row_number()} (field): name 'field' shadows a name the class's "
-        "module binds itself (shardplan/table/spec.py imports it).\n  Rename the field (and its "
-        "row).",
+        "module binds (shardplan/table/spec.py imports it).\n  Rename the field (and its row).",
     ),
     "injections key the artifact format reserves": (
         edit_add_field(
@@ -158,7 +157,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
             "if f.group != GROUP_EXEMPT)\n",
             "if f.group != GROUP_EXEMPT)\nSPEC_FIELDS = None  # type: ignore\n",
         ),
-        "shardplan.table.spec_fields:SPEC_FIELDS must be a tuple of SpecField rows",
+        "shardplan.table.spec_fields:SPEC_FIELDS is a NoneType, not a tuple",
     ),
     "table module that does not import": (
         edit_table('GROUPS = TABLE_GROUPS["spec"]', 'GROUPS = TABLE_GROUPS["spec"] +'),
