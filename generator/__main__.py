@@ -44,9 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Render generated/ from the field table and templates/ (see [tool.specgen]).",
         epilog="exit status: 0 ok, 1 drift (check), 2 bad input or usage",
     )
-    parser.add_argument(
-        "--root", type=Path, help="project folder (default: found from the current one)"
-    )
+    parser.add_argument("--root", type=Path, help="project folder (default: found from the cwd)")
     alias = parser.add_mutually_exclusive_group()
     for flag in ("--check", "--diff"):
         alias.add_argument(flag, action="store_true", help=FLAGS[flag])
@@ -105,9 +103,7 @@ def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool)
     for note in generated.notes:
         print(note)
     if generated.changes:  # what the table edit does to artifacts, before the files it changes
-        print(
-            f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
-        )
+        print(f"specgen: the table changed since last generated:\n{generated.changes.report()}")
     # The outputs depend on the generator's version as well as on root's tables: where they
     # differ from what is on disk, say whose generator rendered them.
     own = Path(__file__).resolve().parent.parent

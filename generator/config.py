@@ -95,18 +95,13 @@ def find_root(start: Path) -> Path:
     one that mentions specgen but is not valid TOML stops the search with the TOML error."""
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
         try:
-            mentions_specgen = "specgen" in pyproject.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = pyproject.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # none here, or unreadable: look further up
             continue
-        if mentions_specgen and isinstance(_section(read_pyproject(pyproject)), dict):
+        if "specgen" in text and isinstance(_section(read_pyproject(pyproject)), dict):
             return folder
-    raise GeneratorError(
-        f"no pyproject.toml with a {SECTION} section at or above {start}; "
-        "run specgen inside the project or pass --root"
-    )
+    raise GeneratorError(f"no pyproject.toml with {SECTION} at or above {start}: pass --root")
 
 
 def _section(data: dict[str, Any]) -> object:
@@ -118,12 +113,9 @@ def _black_pin(project: dict[str, object]) -> str:
     extras = project.get("optional-dependencies", {})
     codegen = extras.get("codegen", []) if isinstance(extras, dict) else []
     for requirement in codegen:
-        match = re.fullmatch(r"black==([0-9][0-9A-Za-z.]*)", str(requirement).replace(" ", ""))
-        if match:
+        if match := re.fullmatch(r"black==([0-9][0-9A-Za-z.]*)", str(requirement).replace(" ", "")):
             return match[1]
-    raise GeneratorError(
-        'pyproject.toml: the `codegen` extra must pin black, e.g. "black==26.10.1"'
-    )
+    raise GeneratorError('pyproject.toml: the `codegen` extra must pin black ("black==26.10.1")')
 
 
 def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
@@ -169,10 +161,7 @@ def load_config(root: Path) -> Config:
     _check(section, SETTINGS, where)
     outputs = section["outputs"]
     if not outputs or len(set(outputs)) < len(outputs):
-        example = SETTINGS["outputs"][1]
-        raise GeneratorError(
-            f"{where} outputs lists a file twice, or none; write it like {example}"
-        )
+        raise GeneratorError(f"{where} outputs: name at least one file, and each once")
     tables = []
     for name, table in section["tables"].items():
         where = f"{pyproject}: [tool.specgen.tables.{name}]"

@@ -147,15 +147,11 @@ class Table:
 
     def owned_keys(self, container: str) -> tuple[str, ...]:
         """The keys at the top level ("") or in ``container`` rows own (others rides along)."""
-        places = [
-            (within, leaf, row.group)
-            for row in self.keyed
-            for within, leaf in ((row.within, row.leaf), *row.alias_places)
-        ] + [(gone.within, gone.leaf, gone.group) for gone in self.retired]
         owned = [
             leaf
-            for within, leaf, group in places
-            if within == container and group in self.top_level_groups
+            for held in (*self.keyed, *self.retired)  # a retired key has no aliases
+            for within, leaf in ((held.within, held.leaf), *getattr(held, "alias_places", ()))
+            if within == container and held.group in self.top_level_groups
         ]
         return tuple(dict.fromkeys([*owned, *(() if container else self.containers())]))
 
@@ -228,17 +224,15 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
     except (SystemExit, Exception) as exc:  # user code: report, never traceback nor exit
         # The deepest line of the project's own files, where the bad value is written.
         places = [(f.f_code.co_filename, n) for f, n in traceback.walk_tb(exc.__traceback__)]
+        fix = f"{exc}; fix the file"
         if isinstance(exc, SyntaxError):
             places.append((exc.filename or name, exc.lineno or 0))
+            fix += " (a merge conflict left behind?)"
+        elif isinstance(exc, SystemExit):
+            fix = f"it called sys.exit({exc.code!r}): remove the exit"
         shown = [(_shown(file, root, ""), n) for file, n in places]
         where = next((f"{file}:{n}: " for file, n in reversed(shown) if file), "")
-        hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
-        problem = f"{exc}; fix the file{hint}"
-        if isinstance(exc, SystemExit):
-            problem = f"it called sys.exit({exc.code!r}): remove the exit"
-        raise GeneratorError(
-            f"{where}cannot import the {what} module {name!r}: {problem}"
-        ) from None
+        raise GeneratorError(f"{where}cannot import the {what} module {name!r}: {fix}") from None
     if elsewhere := _outside(module, root):
         raise GeneratorError(
             f"the {what} module {name!r} was imported from {elsewhere}, not from {root}: "
@@ -261,18 +255,13 @@ def load_format(config: Config) -> Format:
     if missing := [name for name in FORMAT_NAMES if not hasattr(module, name)]:
         raise GeneratorError(f"the format module {config.format} has no {missing[0]}: restore it")
     roles = dict(module.GROUP_ROLES)
-    for group, role in roles.items():
-        if role not in ROLES:
-            raise GeneratorError(
-                f"{config.format}: GROUP_ROLES[{group!r}] = {role!r}; a role is one of "
-                f"{', '.join(ROLES)}"
-            )
+    if wrong := [role for role in roles.values() if role not in ROLES]:
+        raise GeneratorError(f"{config.format}.GROUP_ROLES: {wrong[0]!r} is none of {ROLES}")
     groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
     for table in config.tables:
         if table.name not in groups:
             raise GeneratorError(
-                f"{table.setting}: {config.format}.TABLE_GROUPS has no {table.name!r}: add its "
-                "groups, or rename the table"
+                f"{table.setting}: {config.format}.TABLE_GROUPS has no {table.name!r}"
             )
         if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")

@@ -184,7 +184,7 @@ BAD_INPUTS: dict[str, tuple[Edit, str]] = {
     ),
     "black not pinned exactly": (
         edit_replace("pyproject.toml", '"black==26.10.1"', '"black>=26"'),
-        "the `codegen` extra must pin black, e.g.",
+        "the `codegen` extra must pin black (",
     ),
 }
 
