@@ -65,13 +65,12 @@ def _command(args: argparse.Namespace) -> str:
     if args.command is None:
         return "check" if args.check else "diff" if args.diff else "generate"
     for flag in given:
-        if flag in ("--check", "--diff"):
-            fix = f"`specgen {args.command}` or `specgen {flag[2:]}`"
-        elif args.command != "generate":  # GENERATE_ONLY
-            fix = f"`specgen generate {flag}`"
-        else:
-            continue
-        raise GeneratorError(f"`specgen {args.command} {flag}` means nothing: run {fix}")
+        if flag not in GENERATE_ONLY or args.command != "generate":
+            meant = f"generate {flag}" if flag in GENERATE_ONLY else flag[2:]
+            raise GeneratorError(
+                f"`specgen {args.command} {flag}` means nothing: run `specgen {args.command}` "
+                f"or `specgen {meant}`"
+            )
     return str(args.command)
 
 

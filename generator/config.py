@@ -12,8 +12,7 @@ from typing import Any
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-# Output files are named by a plain file name (no folder, no hidden file): Python modules,
-# and the artifact's JSON Schema, field reference and table lock (.json, .md).
+# A plain file name (no folder, no hidden file): a module, the schema, fields.md, the lock.
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
 _TABLE = (

@@ -29,12 +29,8 @@ if TYPE_CHECKING:
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
-# What the generator reads of the format module.
 FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
 FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
-# What only a row crossing the artifact under a key holds, beside the key.
-CROSSING_FIELDS = ("freeze", "rebuild", "post_init", "aliases", "written", "absent")
-# Why no field nor top-level key (a CodegenMeta field) may begin with "__".
 _DUNDER = "begins with two underscores, which Python keeps for itself"
 # What every check reads of a row and of a retired key, and its type (aliases: of str).
 _TEXTS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
@@ -235,8 +231,8 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
         raise GeneratorError(f"{where}cannot import the {what} module {name!r}: {fix}") from None
     if elsewhere := _outside(module, root):
         raise GeneratorError(
-            f"the {what} module {name!r} was imported from {elsewhere}, not from {root}: "
-            "put the project first on the path (PYTHONPATH, an editable install)"
+            f"the {what} module {name!r} was imported from {elsewhere}, not {root}: put the "
+            "project first on the path"
         )
     return module
 
@@ -260,9 +256,7 @@ def load_format(config: Config) -> Format:
     groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
     for table in config.tables:
         if table.name not in groups:
-            raise GeneratorError(
-                f"{table.setting}: {config.format}.TABLE_GROUPS has no {table.name!r}"
-            )
+            raise GeneratorError(f"{config.format}: TABLE_GROUPS has no {table.name!r}")
         if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
     return Format(
@@ -391,7 +385,7 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
         known = f"Known groups: {', '.join(groups)}.{''.join(close)}"
         return [*problems, f"unknown group {row.group!r}.\n  {known}"]
     if role in (EXEMPT, OTHERS):
-        if found := [name for name in ("key", *CROSSING_FIELDS) if getattr(row, name)]:
+        if found := [n for n in _ROW if n not in ("name", "group", "doc") and getattr(row, n)]:
             problems.append(
                 f"a row of group {row.group!r} has no key of its own.\n  Clear "
                 f"{', '.join(found)}, or move the row to a group with keys."
@@ -486,8 +480,8 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
         if field_name not in named and field_name not in loaded.config.filled_elsewhere:
             problems.append(
                 f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
-                f"  Add a SpecField row for it to {loaded.source_file} "
-                "(group 'exempt' if it never crosses the artifact), then run `make codegen`."
+                f"  Add a SpecField row for it to {loaded.source_file} (group 'exempt' if it "
+                "never crosses the artifact)."
             )
     for field_name in loaded.config.filled_elsewhere:
         if field_name not in loaded.fields:
