@@ -159,7 +159,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point: ``run()`` supervised, so a module that ends the process is 2."""
+    """Console-script entry point: ``run()`` supervised (a module ending the process: exit 2)."""
     from .supervise import supervised
 
     sys.exit(supervised(run, bad_input=ExitStatus.BAD_INPUT))

@@ -92,7 +92,7 @@ class Table:
         return self.role(CROSSES, DERIVED)
 
     def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The crossing rows the rebuild passes ``(by position, by keyword)``: a keyword costs."""
+        """The crossing rows rebuild passes ``(by position, by keyword)``; position is faster."""
         passed = {row.name: row for row in self.crossing if not row.post_init}
         positional = []
         for name in self.init_fields:
@@ -256,7 +256,7 @@ def load_format(config: Config) -> Format:
     groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
     for table in config.tables:
         if table.name not in groups:
-            raise GeneratorError(f"{config.format}: TABLE_GROUPS has no {table.name!r}")
+            raise GeneratorError(f"{config.format}: TABLE_GROUPS has no {table.name!r}: add it")
         if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
     return Format(
