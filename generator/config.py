@@ -16,9 +16,8 @@ SECTION = "[tool.specgen]"
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
 _TABLE = (
-    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
-    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in '
-    "lowercase letters, digits and _)"
+    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = "pkg.fields:'
+    'RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in a-z, 0-9 and _)'
 )
 # Each setting's shape (a pattern a text matches whole, [pattern] a list of such texts,
 # dict a table of tables) and how it may read, shown with any message about it.
@@ -27,11 +26,7 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "kinds": (MODULE, 'kinds = "shardplan.table.kinds" (a module name)'),
     "templates": (".*", 'templates = "templates"'),
     "output": (".*", 'output = "generated"'),
-    "outputs": (
-        [OUTPUT_NAME.pattern],
-        'outputs = ["__init__.py", "freeze.py"] (each once, rendered from templates/<name>.j2: '
-        "a name ending in .py, .json or .md, no folder)",
-    ),
+    "outputs": ([OUTPUT_NAME.pattern], 'outputs = ["freeze.py", "fields.md"] (.py, .json, .md)'),
     "tables": (dict, _TABLE),
 }
 TABLE_SETTINGS: dict[str, tuple[object, str]] = {

@@ -45,10 +45,8 @@ class Format:
     groups: dict[str, tuple[str, ...]]  # table name -> the groups its rows may use
     roles: dict[str, str]  # group -> role
     reserved: dict[str, dict[str, str]]  # group -> reserved key -> why
-    retirable: tuple[str, ...]
     top_level: tuple[str, ...]  # groups whose keys are the document's top-level keys
-    separator: str
-    module: ModuleType  # for the templates: MATCH_KEY, the patterns, field_path
+    module: ModuleType  # the rest, read as it is: the separator, the patterns, field_path
 
 
 @dataclass(frozen=True)
@@ -263,9 +261,7 @@ def load_format(config: Config) -> Format:
         groups=groups,
         roles=roles,
         reserved={g: dict(keys) for g, keys in module.RESERVED_KEYS.items()},
-        retirable=tuple(module.RETIRABLE_GROUPS),
         top_level=tuple(module.TOP_LEVEL_GROUPS),
-        separator=str(module.NESTING_SEPARATOR),
         module=module,
     )
 
@@ -346,7 +342,7 @@ def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
 
 def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     """A top-level key (a CodegenMeta field, one level nested at most) and its aliases."""
-    sep = form.separator
+    sep = form.module.NESTING_SEPARATOR
     for key in (row.key, *row.aliases):
         parts = key.split(sep)
         if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
@@ -418,7 +414,7 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
             f"rows nest their keys in {gone.key!r}, which freeze still writes.\n"
             "  Retire the nested keys that are gone, not the object."
         )
-    groups = [g for g in form.groups[table.config.name] if g in form.retirable]
+    groups = [g for g in form.groups[table.config.name] if g in form.module.RETIRABLE_GROUPS]
     if gone.group not in groups:
         problems.append(
             f"group must be one of {', '.join(map(repr, groups))}, where the key was written."
