@@ -44,9 +44,7 @@ class Format:
 
     groups: dict[str, tuple[str, ...]]  # table name -> the groups its rows may use
     roles: dict[str, str]  # group -> role
-    reserved: dict[str, dict[str, str]]  # group -> reserved key -> why
-    top_level: tuple[str, ...]  # groups whose keys are the document's top-level keys
-    module: ModuleType  # the rest, read as it is: the separator, the patterns, field_path
+    module: ModuleType  # the rest, read as it is: RESERVED_KEYS, TOP_LEVEL_GROUPS, ...
 
 
 @dataclass(frozen=True)
@@ -260,8 +258,6 @@ def load_format(config: Config) -> Format:
     return Format(
         groups=groups,
         roles=roles,
-        reserved={g: dict(keys) for g, keys in module.RESERVED_KEYS.items()},
-        top_level=tuple(module.TOP_LEVEL_GROUPS),
         module=module,
     )
 
@@ -350,7 +346,7 @@ def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
         if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
             return [f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another."]
     problems = []
-    reserved = form.reserved.get(row.group, {})
+    reserved = form.module.RESERVED_KEYS.get(row.group, {})
     if row.within in reserved:
         problems.append(
             f"key {row.key!r} nests in {row.within!r}, which the artifact format reserves: "
@@ -388,7 +384,7 @@ def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) 
             )
     elif not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
-    elif row.group in form.top_level:
+    elif row.group in form.module.TOP_LEVEL_GROUPS:
         problems += _key_problems(row, table, form)
     if role != EXEMPT and not row.doc.strip():
         problems.append('a row that crosses the artifact needs a one-line doc.\n  Set doc="...".')
@@ -409,7 +405,7 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
             f"no row's key nests in {gone.within!r}, so the retirement would drop nothing.\n"
             f"  Retire {gone.within!r} itself, or a key a row nests in it."
         )
-    elif gone.group in form.top_level and gone.key in nests:
+    elif gone.group in form.module.TOP_LEVEL_GROUPS and gone.key in nests:
         problems.append(
             f"rows nest their keys in {gone.key!r}, which freeze still writes.\n"
             "  Retire the nested keys that are gone, not the object."
@@ -450,10 +446,10 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
     for where, key, group in claims:
         if not key:
             problems.append(f"{where}: the alias is empty.\n  Write the older key, or remove it.")
-        elif key in form.reserved.get(group, {}):
+        elif key in form.module.RESERVED_KEYS.get(group, {}):
             problems.append(
                 f"{where}: key {key!r} is reserved by the artifact format in {group}: "
-                f"{form.reserved[group][key]}.\n  Choose another key."
+                f"{form.module.RESERVED_KEYS[group][key]}.\n  Choose another key."
             )
         elif key in owner:
             problems.append(
@@ -512,8 +508,7 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         field = loaded.fields.get(row.name) if role == CROSSES else None
         try:  # a keyed row's crossing, by the kinds, from its field; what their laws refuse
             if role in (CROSSES, DERIVED):
-                crossing = kinds.resolve(row, field, hints.get(row.name, Any))
-                crossings[row.name] = crossing
+                crossing = crossings[row.name] = kinds.resolve(row, field, hints.get(row.name, Any))
                 if field is not None and (crossing.broken_law or crossing.broken_type):
                     found.append(kinds.law_problem(row, field, crossing))
         except kinds.error as exc:
@@ -530,7 +525,7 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         rows=loaded.rows,
         retired=loaded.retired,
         roles={g: form.roles[g] for g in form.groups[name]},
-        top_level_groups=form.top_level,
+        top_level_groups=tuple(form.module.TOP_LEVEL_GROUPS),
         module=loaded.module,
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),
