@@ -16,8 +16,8 @@ SECTION = "[tool.specgen]"
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
 _TABLE = (
-    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = "pkg.fields:'
-    'RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in a-z, 0-9 and _)'
+    '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
+    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in a-z, 0-9, _)'
 )
 # Each setting's shape (a pattern a text matches whole, [pattern] a list of such texts,
 # dict a table of tables) and how it may read, shown with any message about it.
