@@ -247,8 +247,9 @@ def load_format(config: Config) -> Format:
     if missing := [name for name in FORMAT_NAMES if not hasattr(module, name)]:
         raise GeneratorError(f"the format module {config.format} has no {missing[0]}: restore it")
     roles = dict(module.GROUP_ROLES)
-    if wrong := [role for role in roles.values() if role not in ROLES]:
-        raise GeneratorError(f"{config.format}.GROUP_ROLES: {wrong[0]!r} is none of {ROLES}")
+    if wrong := [(group, role) for group, role in roles.items() if role not in ROLES]:
+        group, role = wrong[0]
+        raise GeneratorError(f"{config.format}.GROUP_ROLES[{group!r}]: {role!r} is none of {ROLES}")
     groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
     for table in config.tables:
         if table.name not in groups:
@@ -413,7 +414,8 @@ def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
     groups = [g for g in form.groups[table.config.name] if g in form.module.RETIRABLE_GROUPS]
     if gone.group not in groups:
         problems.append(
-            f"group must be one of {', '.join(map(repr, groups))}, where the key was written."
+            f"group must be one of {', '.join(map(repr, groups))}, where the key was written, "
+            f"not {gone.group!r}."
         )
     if not gone.key or not gone.reason.strip():
         problems.append("a retired key needs its key and a reason.")
