@@ -23,11 +23,8 @@ GENERATE_ONLY = ("--allow-breaking", "--new-lock")  # options that only writing 
 # Those, and the old spellings of `check` and `diff` (kept for existing CI steps and hooks),
 # are accepted by every command only to refuse, in words, a combination that means nothing.
 FLAGS = {
-    "--allow-breaking": "accept a table edit that breaks existing artifacts, and record it in "
-    "generated/table.lock.json",
-    "--new-lock": "replace an unusable generated/table.lock.json (conflict markers, garbage, "
-    "deleted): merge both sides of a conflict, else write it anew from the table, keeping "
-    "every break it can read",
+    "--allow-breaking": "accept a table edit that breaks existing artifacts; record it in the lock",
+    "--new-lock": "replace an unusable table lock, merging both sides of a conflict",
     "--check": "same as `specgen check`",
     "--diff": "same as `specgen diff`",
 }
@@ -41,25 +38,13 @@ class ExitStatus(IntEnum):
     BAD_INPUT = 2  # bad table, template, configuration or command line; nothing written
 
 
-def _require_codegen(command: str) -> None:
-    """Refuse ``command``, naming the extra to install, where the codegen extra is missing."""
-    # Found, not imported: a check whose every source is cached never imports black.
-    if missing := [name for name in ("black", "jinja2") if importlib.util.find_spec(name) is None]:
-        raise GeneratorError(
-            f"{command} needs the codegen extra ({missing[0]} is not installed): "
-            "pip install 'specgen[codegen]'"
-        )
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specgen",
         description="Render generated/ from the field table and templates/ (see [tool.specgen]).",
         epilog="exit status: 0 ok, 1 drift (check), 2 bad input or usage",
     )
-    parser.add_argument(
-        "--root", type=Path, help="project folder (default: found from the current one)"
-    )
+    parser.add_argument("--root", type=Path, help="project folder (default: found from the cwd)")
     alias = parser.add_mutually_exclusive_group()
     for flag in ("--check", "--diff"):
         alias.add_argument(flag, action="store_true", help=FLAGS[flag])
@@ -80,17 +65,12 @@ def _command(args: argparse.Namespace) -> str:
     if args.command is None:
         return "check" if args.check else "diff" if args.diff else "generate"
     for flag in given:
-        if flag in ("--check", "--diff"):
-            why = f"{flag} is the old spelling of `specgen {flag[2:]}` and takes no command"
-            fix = f"`specgen {args.command}` or `specgen {flag[2:]}`"
-        elif args.command != "generate":  # GENERATE_ONLY
-            why = (
-                f"{flag} changes what `specgen generate` writes, and {args.command} writes nothing"
+        if flag not in GENERATE_ONLY or args.command != "generate":
+            meant = f"generate {flag}" if flag in GENERATE_ONLY else flag[2:]
+            raise GeneratorError(
+                f"`specgen {args.command} {flag}` means nothing: run `specgen {args.command}` "
+                f"or `specgen {meant}`"
             )
-            fix = f"`specgen generate {flag}`"
-        else:
-            continue
-        raise GeneratorError(f"`specgen {args.command} {flag}` means nothing: {why}; run {fix}")
     return str(args.command)
 
 
@@ -122,15 +102,12 @@ def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool)
     for note in generated.notes:
         print(note)
     if generated.changes:  # what the table edit does to artifacts, before the files it changes
-        print(
-            f"specgen: the table changed since it was last generated:\n{generated.changes.report()}"
-        )
+        print(f"specgen: the table changed since last generated:\n{generated.changes.report()}")
     # The outputs depend on the generator's version as well as on root's tables: where they
     # differ from what is on disk, say whose generator rendered them.
     own = Path(__file__).resolve().parent.parent
     whose = own != root and (
-        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s "
-        "own: output that differs may be the generators' difference"
+        f"specgen: rendered by the generator of {own} (specgen {__version__}), not {root}'s own"
     )
     if command in ("check", "diff"):
         drift = compare(config, generated.files)
@@ -163,7 +140,13 @@ def run(argv: list[str] | None = None) -> int:
         return ExitStatus.OK if exc.code == 0 else ExitStatus.BAD_INPUT
     try:
         command = _command(args)
-        _require_codegen(command)  # before the project is looked for: what to install first
+        # Before the project is looked for: what to install first. Found, not imported: a
+        # check whose every source is cached never imports black.
+        if missing := [name for name in ("black", "jinja2") if not importlib.util.find_spec(name)]:
+            raise GeneratorError(
+                f"{command} needs the codegen extra ({missing[0]} is not installed): "
+                "pip install 'specgen[codegen]'"
+            )
         root = (args.root or find_root(Path.cwd())).resolve()
         if command == "table":
             sys.stdout.write(format_table(root))
@@ -176,8 +159,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console-script entry point: ``run()`` supervised, so that a project module that ends
-    the process while imported is exit 2, never a silent 0."""
+    """Console-script entry point: ``run()`` supervised (a module ending the process: exit 2)."""
     from .supervise import supervised
 
     sys.exit(supervised(run, bad_input=ExitStatus.BAD_INPUT))

@@ -12,14 +12,12 @@ from typing import Any
 from .errors import GeneratorError
 
 SECTION = "[tool.specgen]"
-# Output files are named by a plain file name (no folder, no hidden file): Python modules,
-# and the artifact's JSON Schema, field reference and table lock (.json, .md).
+# A plain file name (no folder, no hidden file): a module, the schema, fields.md, the lock.
 OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\.(py|json|md)")
 MODULE, TARGET = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", r"[\w.]+:\w+"  # pkg.module, pkg.module:NAME
 _TABLE = (
     '[tool.specgen.tables.spec] rows = "pkg.fields:SPEC_FIELDS", retired = '
-    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in '
-    "lowercase letters, digits and _)"
+    '"pkg.fields:RETIRED_KEYS", class = "pkg.spec:Spec" (a section a table, named in a-z, 0-9, _)'
 )
 # Each setting's shape (a pattern a text matches whole, [pattern] a list of such texts,
 # dict a table of tables) and how it may read, shown with any message about it.
@@ -28,11 +26,7 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "kinds": (MODULE, 'kinds = "shardplan.table.kinds" (a module name)'),
     "templates": (".*", 'templates = "templates"'),
     "output": (".*", 'output = "generated"'),
-    "outputs": (
-        [OUTPUT_NAME.pattern],
-        'outputs = ["__init__.py", "freeze.py"] (at least one file, each once, each '
-        "rendered from templates/<name>.j2: a name ending in .py, .json or .md, no folder)",
-    ),
+    "outputs": ([OUTPUT_NAME.pattern], 'outputs = ["freeze.py", "fields.md"] (.py, .json, .md)'),
     "tables": (dict, _TABLE),
 }
 TABLE_SETTINGS: dict[str, tuple[object, str]] = {
@@ -83,16 +77,11 @@ class Config:
 def read_pyproject(pyproject: Path) -> dict[str, Any]:
     """Parse a pyproject.toml; an unreadable or invalid file is a GeneratorError saying where."""
     try:
-        text = pyproject.read_text(encoding="utf-8")
+        return tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise GeneratorError(f"cannot read {pyproject}: {exc}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # tomllib's message already says "(at line L, column C)".
-        raise GeneratorError(
-            f"{pyproject} is not valid TOML: {exc}; fix the file and run again"
-        ) from None
+    except tomllib.TOMLDecodeError as exc:  # its message says "(at line L, column C)"
+        raise GeneratorError(f"{pyproject} is not valid TOML: {exc}; fix the file") from None
 
 
 def find_root(start: Path) -> Path:
@@ -100,18 +89,13 @@ def find_root(start: Path) -> Path:
     one that mentions specgen but is not valid TOML stops the search with the TOML error."""
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
-        if not pyproject.is_file():
-            continue
         try:
-            mentions_specgen = "specgen" in pyproject.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = pyproject.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # none here, or unreadable: look further up
             continue
-        if mentions_specgen and isinstance(_section(read_pyproject(pyproject)), dict):
+        if "specgen" in text and isinstance(_section(read_pyproject(pyproject)), dict):
             return folder
-    raise GeneratorError(
-        f"no pyproject.toml with a {SECTION} section at or above {start}; "
-        "run specgen inside the project or pass --root"
-    )
+    raise GeneratorError(f"no pyproject.toml with {SECTION} at or above {start}: pass --root")
 
 
 def _section(data: dict[str, Any]) -> object:
@@ -123,31 +107,18 @@ def _black_pin(project: dict[str, object]) -> str:
     extras = project.get("optional-dependencies", {})
     codegen = extras.get("codegen", []) if isinstance(extras, dict) else []
     for requirement in codegen:
-        match = re.fullmatch(r"black==([0-9][0-9A-Za-z.]*)", str(requirement).replace(" ", ""))
-        if match:
+        if match := re.fullmatch(r"black==([0-9][0-9A-Za-z.]*)", str(requirement).replace(" ", "")):
             return match[1]
-    raise GeneratorError(
-        'pyproject.toml: the `codegen` extra must pin black exactly (e.g. "black==26.10.1"): '
-        "black decides the bytes of generated code"
-    )
+    raise GeneratorError('pyproject.toml: the `codegen` extra must pin black ("black==26.10.1")')
 
 
 def _folder(root: Path, pyproject: Path, key: str, value: str) -> Path:
-    """A folder setting, resolved; it must be a relative path to a folder inside the project."""
     setting = f'{pyproject}: {SECTION} {key} = "{value}"'
     if Path(value).is_absolute() or PurePosixPath(value).is_absolute():
-        raise GeneratorError(
-            f"{setting} is an absolute path; give it relative to pyproject.toml "
-            f'(e.g. "{Path(value).name or key}")'
-        )
+        raise GeneratorError(f"{setting} is an absolute path; give it relative to pyproject.toml")
     folder = (root / value).resolve()
-    if folder == root:
-        raise GeneratorError(f"{setting} is the project folder itself; name a folder inside it")
-    if not folder.is_relative_to(root):
-        raise GeneratorError(
-            f"{setting} points outside the project ({root}); specgen reads and writes only "
-            "inside it: name a folder inside the project"
-        )
+    if folder == root or not folder.is_relative_to(root):
+        raise GeneratorError(f"{setting} is not inside the project {root}: name a folder in it")
     return folder
 
 
@@ -160,8 +131,7 @@ def _fits(value: object, shape: object) -> bool:
 
 
 def _check(section: dict[str, Any], shapes: dict[str, tuple[object, str]], where: str) -> None:
-    """Refuse a setting ``shapes`` does not name, or one missing or not of its shape, naming
-    it and showing how it reads."""
+    """Refuse a setting missing, unknown or not of its shape, showing how it reads."""
     for key, (shape, example) in shapes.items():
         if not _fits(section.get(key), shape):
             wrong = "is missing" if key not in section else f"= {section[key]!r} is not of its form"
@@ -181,13 +151,11 @@ def load_config(root: Path) -> Config:
         close = difflib.get_close_matches("specgen", list(tool) if isinstance(tool, dict) else [])
         hint = f" (found [tool.{close[0]}]: a typo?)" if close else ""
         raise GeneratorError(f"{pyproject} has no {SECTION} section{hint}")
-    _check(section, SETTINGS, f"{pyproject}: {SECTION}")
+    where = f"{pyproject}: {SECTION}"
+    _check(section, SETTINGS, where)
     outputs = section["outputs"]
     if not outputs or len(set(outputs)) < len(outputs):
-        raise GeneratorError(
-            f"{pyproject}: {SECTION} outputs = {outputs!r} lists a file twice, or none; write "
-            f"it like {SETTINGS['outputs'][1]}"
-        )
+        raise GeneratorError(f"{where} outputs: name at least one file, and each once")
     tables = []
     for name, table in section["tables"].items():
         where = f"{pyproject}: [tool.specgen.tables.{name}]"

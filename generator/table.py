@@ -29,16 +29,9 @@ if TYPE_CHECKING:
 # What a row of each role holds (the roles are the format module's GROUP_ROLES values).
 CROSSES, DERIVED, OTHERS, EXEMPT = "crosses", "derived", "others", "exempt"
 ROLES = (CROSSES, DERIVED, OTHERS, EXEMPT)
-# What the generator reads of the format module.
 FORMAT_NAMES: tuple[str, ...] = ("TABLE_GROUPS", "GROUP_ROLES", "RESERVED_KEYS", "RETIRABLE_GROUPS")
 FORMAT_NAMES += ("TOP_LEVEL_GROUPS", "NESTING_SEPARATOR", "field_path")
-# What only a row crossing the artifact under a key holds, beside the key.
-CROSSING_FIELDS = ("freeze", "rebuild", "post_init", "aliases", "written", "absent")
-# Why no field nor top-level key (a CodegenMeta field) may begin with "__".
-_DUNDER = (
-    "begins with two underscores, which Python keeps for itself (__init__, __dict__) and "
-    "mangles in a class body"
-)
+_DUNDER = "begins with two underscores, which Python keeps for itself"
 # What every check reads of a row and of a retired key, and its type (aliases: of str).
 _TEXTS = ("name", "key", "group", "freeze", "rebuild", "doc", "written", "absent")
 _ROW: dict[str, type] = {**dict.fromkeys(_TEXTS, str), "post_init": bool, "aliases": tuple}
@@ -51,11 +44,7 @@ class Format:
 
     groups: dict[str, tuple[str, ...]]  # table name -> the groups its rows may use
     roles: dict[str, str]  # group -> role
-    reserved: dict[str, dict[str, str]]  # group -> reserved key -> why
-    retirable: tuple[str, ...]
-    top_level: tuple[str, ...]  # groups whose keys are the document's top-level keys
-    separator: str
-    module: ModuleType  # for the templates: MATCH_KEY, the patterns, field_path
+    module: ModuleType  # the rest, read as it is: RESERVED_KEYS, TOP_LEVEL_GROUPS, ...
 
 
 @dataclass(frozen=True)
@@ -80,7 +69,9 @@ class Table:
 
     def group(self, group: str) -> tuple[Any, ...]:
         """The rows of ``group``, in table order."""
-        return tuple(row for row in self.rows if row.group == group)
+        from shardplan.table.rows import rows_of_group  # the project's: its tables imported it
+
+        return rows_of_group(self.rows, group)
 
     def role(self, *roles: str) -> tuple[Any, ...]:
         """The rows whose group has one of ``roles``, in table order."""
@@ -97,8 +88,7 @@ class Table:
         return self.role(CROSSES, DERIVED)
 
     def constructed(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """The crossing rows the rebuild passes ``(by position, by keyword)``: the class's
-        leading __init__ parameters by position (a keyword costs a call about 0.05 µs)."""
+        """The crossing rows rebuild passes ``(by position, by keyword)``; position is faster."""
         passed = {row.name: row for row in self.crossing if not row.post_init}
         positional = []
         for name in self.init_fields:
@@ -118,9 +108,9 @@ class Table:
 
     def accepted_keys(self, group: str) -> tuple[str, ...]:
         """The keys strict rebuild accepts in ``group``: keys, aliases, retired keys."""
-        aliases = tuple(alias for row in self.group(group) for alias in row.aliases)
-        retired = tuple(gone.key for gone in self.retired if gone.group == group)
-        return (*self.own_keys(group), *aliases, *retired)
+        from shardplan.table.rows import accepted_keys
+
+        return accepted_keys(self.rows, self.retired, group)
 
     def own_keys(self, group: str) -> tuple[str, ...]:
         """The keys of ``group``'s rows under their own names: no older name, no retired key."""
@@ -149,15 +139,11 @@ class Table:
 
     def owned_keys(self, container: str) -> tuple[str, ...]:
         """The keys at the top level ("") or in ``container`` rows own (others rides along)."""
-        places = [
-            (within, leaf, row.group)
-            for row in self.keyed
-            for within, leaf in ((row.within, row.leaf), *row.alias_places)
-        ] + [(gone.within, gone.leaf, gone.group) for gone in self.retired]
         owned = [
             leaf
-            for within, leaf, group in places
-            if within == container and group in self.top_level_groups
+            for held in (*self.keyed, *self.retired)  # a retired key has no aliases
+            for within, leaf in ((held.within, held.leaf), *getattr(held, "alias_places", ()))
+            if within == container and held.group in self.top_level_groups
         ]
         return tuple(dict.fromkeys([*owned, *(() if container else self.containers())]))
 
@@ -197,7 +183,6 @@ class LoadedTable:
 
 
 def _outside(module: ModuleType, root: Path) -> Path | None:
-    """Where ``module`` was imported from, when that is outside ``root``."""
     file = getattr(module, "__file__", None)
     paths = [
         Path(place).resolve() for place in ([file] if file else getattr(module, "__path__", []))
@@ -216,16 +201,13 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
     """Import one of the project's modules from ``root``, never from another checkout."""
     if not sys.path or sys.path[0] != str(root):
         sys.path.insert(0, str(root))
-    # A module this process imported before (a caller that imported another checkout's
-    # package, then ran specgen in-process) is handed back as it is, whatever the path says.
+    # A module this process imported before is handed back as it is, whatever the path says.
     parts = name.split(".")
     for held in (".".join(parts[: n + 1]) for n in range(len(parts))):
         if held in sys.modules and (elsewhere := _outside(sys.modules[held], root)):
             raise GeneratorError(
-                f"the {what} module {name!r} cannot be imported from the project {root}: this "
-                f"process already imported {held!r} from {elsewhere}, another checkout. Run "
-                "specgen in a fresh process (`python -m generator --root ...`) with this "
-                "project's environment."
+                f"cannot import the {what} module {name!r} from {root}: this process already "
+                f"imported {held!r} from {elsewhere}. Run specgen in a fresh process."
             )
     try:
         importing(name)
@@ -234,22 +216,19 @@ def import_module(name: str, root: Path, what: str) -> ModuleType:
     except (SystemExit, Exception) as exc:  # user code: report, never traceback nor exit
         # The deepest line of the project's own files, where the bad value is written.
         places = [(f.f_code.co_filename, n) for f, n in traceback.walk_tb(exc.__traceback__)]
+        fix = f"{exc}; fix the file"
         if isinstance(exc, SyntaxError):
             places.append((exc.filename or name, exc.lineno or 0))
+            fix += " (a merge conflict left behind?)"
+        elif isinstance(exc, SystemExit):
+            fix = f"it called sys.exit({exc.code!r}): remove the exit"
         shown = [(_shown(file, root, ""), n) for file, n in places]
         where = next((f"{file}:{n}: " for file, n in reversed(shown) if file), "")
-        hint = " (a merge conflict left behind?)" if isinstance(exc, SyntaxError) else ""
-        problem = f"{exc}; fix the file{hint} and run again"
-        if isinstance(exc, SystemExit):
-            problem = f"it called sys.exit({exc.code!r}); it must only define data: remove the exit"
-        raise GeneratorError(
-            f"{where}cannot import the {what} module {name!r}: {problem}"
-        ) from None
+        raise GeneratorError(f"{where}cannot import the {what} module {name!r}: {fix}") from None
     if elsewhere := _outside(module, root):
         raise GeneratorError(
-            f"the {what} module {name!r} was imported from {elsewhere}, outside the project "
-            f"{root}: another checkout comes first on the path (PYTHONPATH, or an editable "
-            "install of it). Run specgen with this project's environment."
+            f"the {what} module {name!r} was imported from {elsewhere}, not {root}: put the "
+            "project first on the path"
         )
     return module
 
@@ -268,70 +247,54 @@ def load_format(config: Config) -> Format:
     if missing := [name for name in FORMAT_NAMES if not hasattr(module, name)]:
         raise GeneratorError(f"the format module {config.format} has no {missing[0]}: restore it")
     roles = dict(module.GROUP_ROLES)
-    for group, role in roles.items():
-        if role not in ROLES:
-            raise GeneratorError(
-                f"{config.format}: GROUP_ROLES[{group!r}] = {role!r}; a role is one of "
-                f"{', '.join(ROLES)}"
-            )
+    if wrong := [(group, role) for group, role in roles.items() if role not in ROLES]:
+        group, role = wrong[0]
+        raise GeneratorError(f"{config.format}.GROUP_ROLES[{group!r}]: {role!r} is none of {ROLES}")
     groups = {name: tuple(found) for name, found in module.TABLE_GROUPS.items()}
     for table in config.tables:
         if table.name not in groups:
-            raise GeneratorError(
-                f"{table.setting}: the format module {config.format} declares no groups for "
-                f"table {table.name!r} in TABLE_GROUPS: add them, or rename the table"
-            )
+            raise GeneratorError(f"{config.format}: TABLE_GROUPS has no {table.name!r}: add it")
         if unknown := [g for g in groups[table.name] if g not in roles]:
             raise GeneratorError(f"{config.format}: group {unknown[0]!r} has no GROUP_ROLES line")
     return Format(
         groups=groups,
         roles=roles,
-        reserved={g: dict(keys) for g, keys in module.RESERVED_KEYS.items()},
-        retirable=tuple(module.RETIRABLE_GROUPS),
-        top_level=tuple(module.TOP_LEVEL_GROUPS),
-        separator=str(module.NESTING_SEPARATOR),
         module=module,
     )
 
 
-def load_table(config: Config, table: TableConfig) -> LoadedTable:
-    """Import one table's rows, retired keys and the dataclass they describe."""
-    table_module, rows = _import(table.rows, config.root, "table")
-    _, retired = _import(table.retired, config.root, "table")
-    _, cls = _import(table.cls, config.root, "class")
-    for setting, found, what in (
-        (table.rows, rows, "SpecField rows"),
-        (table.retired, retired, "RetiredKey"),
-    ):
-        if not isinstance(found, (tuple, list)):
-            raise GeneratorError(f"{setting} must be a tuple of {what}, got {type(found).__name__}")
-    if not dataclasses.is_dataclass(cls):
-        raise GeneratorError(f"{table.cls} must be a dataclass")
-    digest = getattr(table_module, "table_digest", None)
-    if not callable(digest):
-        raise GeneratorError(
-            f"{table_module.__name__} must define table_digest(rows, retired): the staleness "
-            "guard of generated code calls it on import"
-        )
-    cls_module = sys.modules[cls.__module__]  # its own names a field would hide
-    shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
-    tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
-    return LoadedTable(
-        config=table,
-        bound=bound_names(tree, shown),
-        rows=tuple(rows),
-        retired=tuple(retired),
-        fields={f.name: f for f in dataclasses.fields(cls)},
-        module=table_module.__name__,
-        source_file=_shown(table_module.__file__, config.root, table_module.__name__),
-        digest=digest,
-        cls=cls,
-    )
-
-
 def load_tables(config: Config) -> tuple[LoadedTable, ...]:
-    """Import every configured table."""
-    return tuple(load_table(config, table) for table in config.tables)
+    """Import every configured table's rows, retired keys and the dataclass they describe."""
+    loaded = []
+    for table in config.tables:
+        table_module, rows = _import(table.rows, config.root, "table")
+        _, retired = _import(table.retired, config.root, "table")
+        _, cls = _import(table.cls, config.root, "class")
+        for setting, found in ((table.rows, rows), (table.retired, retired)):
+            if not isinstance(found, (tuple, list)):
+                raise GeneratorError(f"{setting} is a {type(found).__name__}, not a tuple")
+        if not dataclasses.is_dataclass(cls):
+            raise GeneratorError(f"{table.cls} must be a dataclass")
+        digest = getattr(table_module, "table_digest", None)
+        if not callable(digest):
+            raise GeneratorError(f"{table_module.__name__} has no table_digest(rows, retired)")
+        cls_module = sys.modules[cls.__module__]  # its own names a field would hide
+        shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
+        tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
+        loaded.append(
+            LoadedTable(
+                config=table,
+                bound=bound_names(tree, shown),
+                rows=tuple(rows),
+                retired=tuple(retired),
+                fields={f.name: f for f in dataclasses.fields(cls)},
+                module=table_module.__name__,
+                source_file=_shown(table_module.__file__, config.root, table_module.__name__),
+                digest=digest,
+                cls=cls,
+            )
+        )
+    return tuple(loaded)
 
 
 def _row_label(table: str) -> str:
@@ -340,9 +303,7 @@ def _row_label(table: str) -> str:
 
 def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> None:
     """Refuse a row or retired key the checks (and table_digest, a dataclass's) cannot read."""
-    wrong = [
-        name for name, type_ in shape.items() if not isinstance(getattr(raw, name, None), type_)
-    ]
+    wrong = [name for name, of in shape.items() if not isinstance(getattr(raw, name, None), of)]
     if not wrong and not all(isinstance(alias, str) for alias in getattr(raw, "aliases", ())):
         wrong = ["aliases"]
     if wrong or not dataclasses.is_dataclass(raw):
@@ -350,71 +311,43 @@ def _check_shape(where: str, raw: Any, shape: dict[str, type], kind: str) -> Non
         raise GeneratorError(f"{where}: {what}; every entry must be a {kind}")
 
 
-def _doc_problems(doc: str) -> list[str]:
-    """What one line of fields.md and meta.py cannot show (a template escapes a plain |)."""
-    problems = []
-    if doc and doc.splitlines() != [doc]:  # any line boundary, \n, \r, \x0b, \u2028 ...
-        problems.append(
-            f"doc {doc!r} has a line break; fields.md gives each key one table row.\n"
-            "  Write the doc on one line."
-        )
-    if "\\|" in doc:
-        problems.append(
-            f"doc {doc!r} has a backslash before a pipe, which fields.md cannot show.\n"
-            "  Drop the backslash: a plain | is escaped for the table."
-        )
-    return problems
-
-
 def _name_problems(row: Any, table: LoadedTable, role: str | None) -> list[str]:
-    """What is wrong with the row's name, as Python, the class and its module see it."""
     rename = "\n  Rename the field (and its row)."
     if not row.name.isidentifier() or keyword.iskeyword(row.name):
         return ["name is not a Python identifier.\n  Use the dataclass field's name."]
     if row.name.startswith("__"):
         return [f"name {_DUNDER}.{rename}"]
     if role == DERIVED and row.name in table.fields:
-        return [
-            f"a {row.group} row is computed by freeze and names no field, but the class has "
-            f"a field {row.name!r}.\n  Give the field a row of its own, or rename the row."
-        ]
+        return [f"{row.group} rows name no field, but {row.name!r} is one.\n  Rename the row."]
     if role == DERIVED:
         return []
     if row.name in table.bound:
         return [
-            f"name {row.name!r} shadows a name the class's module binds itself "
-            f"({table.bound[row.name]}): a field of that name hides it in the class body.{rename}"
+            f"name {row.name!r} shadows a name the class's module binds "
+            f"({table.bound[row.name]}).{rename}"
         ]
     if row.name not in table.fields:
         return [
-            f"the {table.config.name} class has no field {row.name!r}.\n"
-            "  Add the field to the dataclass, or remove the row."
+            f"the {table.config.name} class has no field {row.name!r}.\n  Add it or remove the row."
         ]
     if row.name in table.config.filled_elsewhere:
-        return [
-            f"field {row.name!r} is filled by another table (filled_elsewhere).\n"
-            "  Remove the row, or the field from filled_elsewhere."
-        ]
+        return [f"field {row.name!r} has a row and is in filled_elsewhere.\n  Remove one of them."]
+    if role == CROSSES and row.name in {r.within for r in table.rows if r.key}:
+        return [f"field {row.name!r} is also an object other rows nest keys in.{rename}"]
     return []
 
 
-def _key_shape_problems(row: Any, form: Format) -> list[str]:
+def _key_problems(row: Any, table: LoadedTable, form: Format) -> list[str]:
     """A top-level key (a CodegenMeta field, one level nested at most) and its aliases."""
-    sep = form.separator
+    sep = form.module.NESTING_SEPARATOR
     for key in (row.key, *row.aliases):
         parts = key.split(sep)
         if len(parts) > 2 or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-            return [
-                f"key {key!r} is a top-level key of the artifact: a Python identifier, or "
-                f'two of them joined by {sep!r} (a key nested one level, "container{sep}key").'
-                "\n  Choose another key."
-            ]
+            return [f"key {key!r} is no identifier, nor two joined by {sep!r}.\n  Choose another."]
         if parts[0].startswith("__"):  # the top-level name; a nested key is a dict's key
-            return [
-                f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another key."
-            ]
+            return [f"key {key!r} names a field of CodegenMeta and {_DUNDER}.\n  Choose another."]
     problems = []
-    reserved = form.reserved.get(row.group, {})
+    reserved = form.module.RESERVED_KEYS.get(row.group, {})
     if row.within in reserved:
         problems.append(
             f"key {row.key!r} nests in {row.within!r}, which the artifact format reserves: "
@@ -422,87 +355,67 @@ def _key_shape_problems(row: Any, form: Format) -> list[str]:
         )
     for alias, (within, _) in zip(row.aliases, row.alias_places, strict=True):
         if within != row.within:
-            here = f"in {row.within!r}" if row.within else "at the top level"
-            problems.append(
-                f"alias {alias!r} leaves the object the key lives in ({here}): an alias is an "
-                "older name of the same key in the same object.\n  Write the alias "
-                + (f'"{row.within}{sep}<old name>".' if row.within else "without a dot.")
-            )
+            fix = f'"{row.within}{sep}<old name>"' if row.within else "it without a dot"
+            problems.append(f"alias {alias!r} leaves the object of the key.\n  Write {fix}.")
+    nests = {r.within: r for r in table.rows if r.key and r.within}
+    if not row.within and (nested := nests.get(row.key)):
+        problems.append(
+            f"key {row.key!r} is also the object row {table.rows.index(nested) + 1} "
+            f"({nested.name}) nests {nested.key!r} in.\n  Choose another key."
+        )
     return problems
 
 
 def _row_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """What one row's fields, its field of the class and the format find wrong with it."""
-    problems = _name_problems(row, table, role) + _doc_problems(row.doc)
+    problems = _name_problems(row, table, role)
+    if row.doc.splitlines() not in ([], [row.doc]):  # any line boundary: \n, \r, \u2028 ...
+        problems.append(f"doc {row.doc!r} has a line break.\n  Write the doc on one line.")
+    if "\\|" in row.doc:  # fields.md escapes a plain |
+        problems.append(f"doc {row.doc!r} has a backslash before a pipe.\n  Write a plain |.")
     groups = form.groups[table.config.name]
     if role is None:
         close = [f" Did you mean {g!r}?" for g in difflib.get_close_matches(row.group, groups, 1)]
         known = f"Known groups: {', '.join(groups)}.{''.join(close)}"
         return [*problems, f"unknown group {row.group!r}.\n  {known}"]
     if role in (EXEMPT, OTHERS):
-        if any(getattr(row, name) for name in ("key", *CROSSING_FIELDS)):
+        if found := [n for n in _ROW if n not in ("name", "group", "doc") and getattr(row, n)]:
             problems.append(
-                f"a row of group {row.group!r} has no key of its own, so key, freeze, rebuild, "
-                'written and absent must be "", aliases empty and post_init False.\n  Clear '
-                "them, or move the row to a group that crosses the artifact under a key."
+                f"a row of group {row.group!r} has no key of its own.\n  Clear "
+                f"{', '.join(found)}, or move the row to a group with keys."
             )
     elif not row.key:
         problems.append(f"a {row.group} row needs the key it is frozen under.\n  Set key=...")
-    elif row.group in form.top_level:
-        problems += _key_shape_problems(row, form)
+    elif row.group in form.module.TOP_LEVEL_GROUPS:
+        problems += _key_problems(row, table, form)
     if role != EXEMPT and not row.doc.strip():
-        problems.append(
-            "a row that crosses the artifact needs a one-line doc: the schema and the field "
-            'reference show it.\n  Set doc="...".'
-        )
+        problems.append('a row that crosses the artifact needs a one-line doc.\n  Set doc="...".')
     field = table.fields.get(row.name) if role == CROSSES else None
     if field is not None and row.post_init == field.init:  # post_init: set after construction
         problems.append(
-            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  Set "
-            f"post_init={not row.post_init}, or declare the field with field(init={row.post_init})."
-        )
-    return problems
-
-
-def _nesting_problems(row: Any, table: LoadedTable, form: Format, role: str | None) -> list[str]:
-    """A field or a top-level key named as an object other rows' keys nest in."""
-    nests = {r.within: r for r in table.rows if r.key and r.within}
-    problems = []
-    if row.name in nests and role == CROSSES:
-        problems.append(
-            f"the field and the object {row.name!r} other rows nest keys in would share a name "
-            "in the generated rebuild.\n  Rename the field (and its row), or the object."
-        )
-    if row.group in form.top_level and row.key in nests and not row.within:
-        nested = nests[row.key]
-        problems.append(
-            f"key {row.key!r} is also the object row {table.rows.index(nested) + 1} "
-            f"({nested.name}) nests {nested.key!r} in.\n  A top-level key is a value or an "
-            "object of nested keys: choose another key."
+            f"post_init={row.post_init} but the dataclass field has init={field.init}.\n  "
+            f"Set post_init={not row.post_init}, or field(init={row.post_init}) in the class."
         )
     return problems
 
 
 def _retired_problems(gone: Any, table: LoadedTable, form: Format) -> list[str]:
-    """A retired key a rebuild could not drop, or without its key, reason or a known group."""
     problems = []
     nests = {r.within for r in table.rows if r.key and r.within}
     if gone.within and gone.within not in nests:
         problems.append(
-            f"no row's key nests in {gone.within!r}, so freeze carries that object whole and "
-            f"the retirement would drop nothing.\n  Retire {gone.within!r} itself, or a key a "
-            "row nests in it."
+            f"no row's key nests in {gone.within!r}, so the retirement would drop nothing.\n"
+            f"  Retire {gone.within!r} itself, or a key a row nests in it."
         )
-    elif gone.group in form.top_level and gone.key in nests:
+    elif gone.group in form.module.TOP_LEVEL_GROUPS and gone.key in nests:
         problems.append(
-            f"rows nest their keys in {gone.key!r}, which freeze still writes."
-            "\n  Retire the nested keys that are gone, not the object."
+            f"rows nest their keys in {gone.key!r}, which freeze still writes.\n"
+            "  Retire the nested keys that are gone, not the object."
         )
-    groups = [g for g in form.groups[table.config.name] if g in form.retirable]
+    groups = [g for g in form.groups[table.config.name] if g in form.module.RETIRABLE_GROUPS]
     if gone.group not in groups:
         problems.append(
-            f"group must be one of {', '.join(map(repr, groups))}, where the key "
-            f"was written, not {gone.group!r}."
+            f"group must be one of {', '.join(map(repr, groups))}, where the key was written, "
+            f"not {gone.group!r}."
         )
     if not gone.key or not gone.reason.strip():
         problems.append("a retired key needs its key and a reason.")
@@ -518,7 +431,7 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
         if first.setdefault(row.name, number) != number:
             problems.append(
                 f"{label} {number} ({row.name}): name {row.name!r} already has row "
-                f"{first[row.name]}.\n  Each field has exactly one row: remove one of them."
+                f"{first[row.name]}.\n  Remove one of them."
             )
     claims = [(f"{label} {n} ({row.name})", row.key, row.group) for n, row in rows if row.key]
     claims += [
@@ -535,15 +448,15 @@ def _claim_problems(table: LoadedTable, form: Format, label: str, retired: str) 
     for where, key, group in claims:
         if not key:
             problems.append(f"{where}: the alias is empty.\n  Write the older key, or remove it.")
-        elif key in form.reserved.get(group, {}):
+        elif key in form.module.RESERVED_KEYS.get(group, {}):
             problems.append(
                 f"{where}: key {key!r} is reserved by the artifact format in {group}: "
-                f"{form.reserved[group][key]}.\n  Choose another key."
+                f"{form.module.RESERVED_KEYS[group][key]}.\n  Choose another key."
             )
         elif key in owner:
             problems.append(
-                f"{where}: key {key!r} is already used by {owner[key]}.\n  A key names one "
-                "field: choose another key, or drop the alias or retirement."
+                f"{where}: key {key!r} is already used by {owner[key]}.\n  Choose another key, "
+                "or drop the alias or retirement."
             )
         else:
             owner[key] = where
@@ -555,54 +468,22 @@ def _coverage_problems(loaded: LoadedTable, form: Format) -> list[str]:
     problems = []
     others = sum(form.roles.get(row.group) == OTHERS for row in loaded.rows)
     if others > 1:
-        problems.append(
-            f"table {loaded.config.name!r}: {others} rows carry the keys no row owns; one field "
-            "carries them."
-        )
+        problems.append(f"table {loaded.config.name!r}: {others} rows of role others.\n  Keep one.")
     named = {row.name for row in loaded.rows}
     for field_name in loaded.fields:
         if field_name not in named and field_name not in loaded.config.filled_elsewhere:
             problems.append(
                 f"field {field_name!r} of {loaded.config.cls} has no table row.\n"
-                f"  Add a SpecField row for it to {loaded.source_file} "
-                "(group 'exempt' if it never crosses the artifact), then run `make codegen`."
+                f"  Add a SpecField row for it to {loaded.source_file} (group 'exempt' if it "
+                "never crosses the artifact)."
             )
     for field_name in loaded.config.filled_elsewhere:
         if field_name not in loaded.fields:
             problems.append(
-                f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, which "
-                f"{loaded.config.cls} has no field of.\n  Fix filled_elsewhere."
+                f"{loaded.config.setting}: filled_elsewhere names {field_name!r}, not a field of "
+                f"{loaded.config.cls}.\n  Remove it."
             )
     return problems
-
-
-def _field_types(loaded: LoadedTable, kinds: KindFacts) -> dict[str, Any]:
-    """Each field's annotation, resolved once a table (none for a table without its class)."""
-    if loaded.cls is None:
-        return {}
-    try:
-        return kinds.field_types(loaded.cls)
-    except Exception as exc:  # the class is user code: report, never traceback
-        raise GeneratorError(
-            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): "
-            "annotate each field with a type its module (or an alias there) names"
-        ) from None
-
-
-def _crossing(
-    row: Any, loaded: LoadedTable, kinds: KindFacts, role: str | None, hints: dict[str, Any]
-) -> tuple[Crossing | None, list[str]]:
-    """A keyed row's crossing (by the kinds, from its field), and what their laws refuse."""
-    if role not in (CROSSES, DERIVED):
-        return None, []
-    field = loaded.fields.get(row.name) if role == CROSSES else None
-    try:
-        crossing = kinds.resolve(row, field, hints.get(row.name, Any))
-    except kinds.error as exc:
-        return None, [str(exc)]
-    if field is not None and (crossing.broken_law or crossing.broken_type):
-        return crossing, [kinds.law_problem(row, field, crossing)]
-    return crossing, []
 
 
 def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
@@ -614,16 +495,27 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         _check_shape(f"{label} {number}", raw, _ROW, "SpecField")
     for index, raw in enumerate(loaded.retired):
         _check_shape(f"{retired}[{index}]", raw, _RETIRED, "RetiredKey")
+    try:  # each field's annotation, resolved once a table (none without the class)
+        hints = {} if loaded.cls is None else kinds.field_types(loaded.cls)
+    except Exception as exc:  # the class is user code: report, never traceback
+        raise GeneratorError(
+            f"{loaded.config.cls}: cannot resolve the fields' annotations ({exc}): annotate "
+            "each field with a type its module names"
+        ) from None
     problems: list[str] = []
     crossings: dict[str, Crossing] = {}
-    hints = _field_types(loaded, kinds)
     for number, row in enumerate(loaded.rows, start=1):
         role = form.roles.get(row.group) if row.group in form.groups[name] else None
-        crossing, wrong = _crossing(row, loaded, kinds, role, hints)
-        if crossing is not None:
-            crossings[row.name] = crossing
-        found = _row_problems(row, loaded, form, role) + _nesting_problems(row, loaded, form, role)
-        problems += [f"{label} {number} ({row.name}): {p}" for p in found + wrong]
+        found = _row_problems(row, loaded, form, role)
+        field = loaded.fields.get(row.name) if role == CROSSES else None
+        try:  # a keyed row's crossing, by the kinds, from its field; what their laws refuse
+            if role in (CROSSES, DERIVED):
+                crossing = crossings[row.name] = kinds.resolve(row, field, hints.get(row.name, Any))
+                if field is not None and (crossing.broken_law or crossing.broken_type):
+                    found.append(kinds.law_problem(row, field, crossing))
+        except kinds.error as exc:
+            found.append(str(exc))
+        problems += [f"{label} {number} ({row.name}): {p}" for p in found]
     for index, gone in enumerate(loaded.retired):
         found = _retired_problems(gone, loaded, form)
         problems += [f"{retired}[{index}] ({gone.key}): {p}" for p in found]
@@ -635,7 +527,7 @@ def validate(loaded: LoadedTable, kinds: KindFacts, form: Format) -> Table:
         rows=loaded.rows,
         retired=loaded.retired,
         roles={g: form.roles[g] for g in form.groups[name]},
-        top_level_groups=form.top_level,
+        top_level_groups=tuple(form.module.TOP_LEVEL_GROUPS),
         module=loaded.module,
         source_file=loaded.source_file,
         digest=loaded.digest(loaded.rows, loaded.retired),

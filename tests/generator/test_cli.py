@@ -93,7 +93,7 @@ def test_diff_and_its_alias_print_the_diff_and_exit_0(
     [
         (
             ("table", "--check"),
-            "`specgen table --check` means nothing: --check is the old spelling of `specgen check`",
+            "`specgen table --check` means nothing: run `specgen table` or `specgen check`",
         ),
         (("generate", "--diff"), "`specgen generate --diff` means nothing"),
         (("check", "--check"), "`specgen check --check` means nothing"),

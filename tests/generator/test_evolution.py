@@ -178,8 +178,8 @@ def test_retiring_plan_level_keys_is_listed_and_freeze_drops_them(repo_copy: Pat
     [
         (
             "source.file_path",
-            "PLAN_RETIRED_KEYS[0] (source.file_path): no row's key nests in 'source', so "
-            "freeze carries that object whole and the retirement would drop nothing",
+            "PLAN_RETIRED_KEYS[0] (source.file_path): no row's key nests in 'source', so the "
+            "retirement would drop nothing",
         ),
         (
             "parallel_dims",

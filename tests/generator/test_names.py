@@ -121,7 +121,7 @@ def test_every_name_the_generated_modules_bind_is_a_valid_field_name(tmp_path: P
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("field", "name 'field' shadows a name the class's module binds itself "),
+        ("field", "name 'field' shadows a name the class's module binds ("),
         ("ModuleShardingSpec", "name 'ModuleShardingSpec' shadows a name the class's module"),
         ("__private", "name begins with two underscores, which Python keeps for itself"),
     ],
