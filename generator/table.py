@@ -277,7 +277,8 @@ def load_tables(config: Config) -> tuple[LoadedTable, ...]:
             raise GeneratorError(f"{table.cls} must be a dataclass")
         digest = getattr(table_module, "table_digest", None)
         if not callable(digest):
-            raise GeneratorError(f"{table_module.__name__} has no table_digest(rows, retired)")
+            module = table_module.__name__
+            raise GeneratorError(f"{module} has no table_digest(rows, retired): define it")
         cls_module = sys.modules[cls.__module__]  # its own names a field would hide
         shown = _shown(cls_module.__file__, config.root, cls_module.__name__)
         tree = ast.parse(Path(cls_module.__file__ or "").read_text(encoding="utf-8"))
