@@ -115,9 +115,6 @@ def read_kinds(root: Path, module: ModuleType) -> KindFacts:
     )
 
 
-# ------------------------------------------------------- the generator's checks
-
-
 def kind_problems(
     kinds: ModuleType, functions: dict[str, set[str]], defined: set[str]
 ) -> list[str]:
@@ -185,9 +182,6 @@ def _record_problems(
     return found
 
 
-# ------------------------------------------------------- the laws (docs/contract.md §6)
-
-
 def resolve(
     kinds: ModuleType, row: Any, field: dataclasses.Field[Any] | None, hint: Any = Any
 ) -> Crossing:
@@ -205,8 +199,8 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 
 
 def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[Any]) -> str:
-    """The defaults laws: (a) an absent key, (b) a value freeze leaves unwritten and (c) a
-    default freeze writes rebuild as the default, the value and the default, of its type."""
+    """The defaults laws (docs/contract.md §6): an absent key rebuilds the default (a), and a
+    value freeze leaves unwritten (b) or a default it writes (c) as itself, of its type."""
     default = _default(field)
     if default is not dataclasses.MISSING:
         if (literal := kinds.default_literal(field)) is None:
@@ -218,10 +212,7 @@ def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[
         if written and not kinds.admits(gives, type(default)):
             return f"freeze writes it, and rebuild gives {kinds.shown_type(gives)} instead"
     if crossing.written is kinds.Written.TRUTHY and crossing.absent_parsed:
-        return (
-            "a falsy value is never written, so 0, False or an empty value would rebuild as "
-            f"{crossing.absent} instead"
-        )
+        return f"a falsy value is never written, so it rebuilds as {crossing.absent} instead"
     return ""
 
 

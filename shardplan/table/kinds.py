@@ -1,8 +1,6 @@
 """The kinds as typed values (docs/contract.md §4, §5): what each conversion means
 (``KINDS``), the kind names rows use (``KIND_NAMES``), and ``resolve``, which turns a row into
-its ``Crossing`` once. Standard library only: the generator and the staleness guard import it
-and neither may pay for torch. The generator checks the records against their functions and
-the rows against the laws (generator/kinds.py).
+its ``Crossing`` once. Standard library only: the generator and the staleness guard import it.
 """
 
 from __future__ import annotations
@@ -37,10 +35,9 @@ class Written(StrEnum):
 
 @dataclass(frozen=True)
 class Shortcut:
-    """What gives a kind function's result for the common value, so generated code calls the
-    function only off it: ``call(value)``, the result or falsy; a value of exactly one of the
-    types ``exactly``, itself. ``inline``: the loop of templates/kinds.j2 writing ``call`` in
-    place, which calls ``lookup``. Optional; tests/convert/test_shortcuts.py checks each."""
+    """What gives a kind function's result for the common value (tests/convert/test_shortcuts.py):
+    ``call(value)``, the result or falsy; a value of exactly one of the types ``exactly``,
+    itself. ``inline``: the loop of templates/kinds.j2 writing ``call``, calling ``lookup``."""
 
     call: str = ""
     exactly: tuple[type, ...] = ()
@@ -60,9 +57,8 @@ class WriteShortcut:
 @dataclass(frozen=True)
 class Consume:
     """How read_plan's one pass takes a value of the document it alone holds: ``call(value)``
-    converts the containers it can in place and raises NotConsumed for the rest (the pair's
-    path then names the defect); ``counted``: it gives its objects' members. ``inline``,
-    ``lookup`` as Shortcut's; ``parse(text)`` for a text not seen."""
+    converts the containers it can in place, else raises NotConsumed; ``counted``: it gives
+    its objects' members. ``inline``, ``lookup`` as Shortcut's; ``parse(text)``: a new text."""
 
     call: str
     counted: bool = False
@@ -131,7 +127,13 @@ class KindName:
     rebuild: Reads | None = None
 
 
-# A record without a freeze_<name> function is read only (name_tuple, int_or_true).
+# The JSON shapes records share. A record without a freeze_<name> function is read only.
+_STRINGS: Any = dict(
+    shows="array of strings",
+    schema={"type": "array", "items": {"type": "string"}},
+    held_as="list[str]",
+)
+_INTEGER: Any = dict(shows="integer", schema={"type": "integer"}, held_as="int")
 KINDS: dict[str, Record] = {
     "placements": Record(
         shows="object: name -> named placement",
@@ -153,18 +155,14 @@ KINDS: dict[str, Record] = {
         ),
     ),
     "names": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
         consume=Consume("consume_strings"),
     ),
     "name_tuple": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         gives="tuple[str, ...]",
         rebuild_shortcut=Shortcut(call="common_string_tuple"),
         consume=Consume("consume_string_tuple"),
@@ -186,9 +184,7 @@ KINDS: dict[str, Record] = {
         rebuild_shortcut=Shortcut(exactly=(bool,)),
     ),
     "int": Record(
-        shows="integer",
-        schema={"type": "integer"},
-        held_as="int",
+        **_INTEGER,
         reads_back=("scalar", "int_or_true"),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -200,9 +196,7 @@ KINDS: dict[str, Record] = {
     # The typed values a planner adds, each exactly its type (docs/contract.md §6). No freeze
     # shortcut for numbers: an int too long for text and NaN take the check.
     "typed_int": Record(
-        shows="integer",
-        schema={"type": "integer"},
-        held_as="int",
+        **_INTEGER,
         reads_back=("typed_int",),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -262,9 +256,7 @@ KINDS: dict[str, Record] = {
     ),
     # Derived: freeze computes it from the frozen entries; strict rebuild checks it.
     "sharded_params": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         reads_back=("sharded_params",),
         gather=Gather(
             key="params",
@@ -311,9 +303,8 @@ KIND_NAMES: dict[str, KindName] = {
 
 @dataclass(frozen=True)
 class Crossing:
-    """One keyed row, resolved once: the records freeze and rebuild call, when freeze writes
-    the key, and the field's annotation as written and resolved ("" and Any for a derived
-    key). The generator adds the laws it breaks, as what comes back instead ("": none)."""
+    """One keyed row, resolved once: its records, presence and field's annotation ("" and Any:
+    derived). The generator adds the laws it breaks, as what comes back instead ("": none)."""
 
     freeze: str
     rebuild: str
@@ -345,7 +336,6 @@ class Crossing:
         return self.writes(self.absent_value())
 
     def writes(self, value: Any) -> bool:
-        """Whether freeze writes ``value``."""
         if self.written is Written.ALWAYS:
             return True
         if self.written is Written.NOT_DEFAULT:
@@ -364,7 +354,7 @@ class Crossing:
 # ------------------------------------------------------------ the type law's vocabulary
 
 _STAND_INS: dict[str, type] = {}  # the names only a type checker imports (Placement, Target)
-_CALLABLE: Any = collections.abc.Callable
+_CALLABLE: Any = collections.abc.Callable  # Any: its origin is no type to mypy
 
 
 def _with_stand_ins(evaluate: Any) -> Any:
@@ -434,9 +424,6 @@ def shown_type(hint: Any) -> str:
     return re.sub(r"typing\.|collections\.abc\.|typing-only\.", "", repr(hint))
 
 
-# ------------------------------------------------------------------- the resolver
-
-
 class KindError(ValueError):
     """A row whose crossing cannot be resolved; ``str()`` says why and the fix."""
 
@@ -465,7 +452,7 @@ def default_literal(field: dataclasses.Field[Any]) -> str | None:
 
 
 def _named(row: SpecField, step: str) -> Any:
-    """What the row's kind name means for ``step``: its Writes or Reads."""
+    """What the row's kind name means for ``step`` (a Writes or a Reads); KindError if none."""
     word = getattr(row, step)
     if meaning := getattr(KIND_NAMES.get(word), step, None):
         return meaning
@@ -481,14 +468,12 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
     """The row's crossing: its kind names' records, and its presence, the row's own
     ``written``/``absent`` first, then its kind names', then the default of its dataclass
     ``field`` (None: a derived row), with ``hint``, its resolved annotation; else KindError."""
-    freeze: Writes = _named(row, "freeze")
-    rebuild: Reads = _named(row, "rebuild")
-    try:
-        written = Written(row.written) if row.written else freeze.written
-    except ValueError:
+    freeze, rebuild = _named(row, "freeze"), _named(row, "rebuild")
+    if row.written not in ("", *Written):
         raise KindError(
-            f"written={row.written!r} must be one of " + ", ".join(map(repr, map(str, Written)))
-        ) from None
+            f"written={row.written!r} must be one of {', '.join(repr(str(w)) for w in Written)}"
+        )
+    written = Written(row.written) if row.written else freeze.written
     text = row.absent or rebuild.absent or (default_literal(field) if field else "None")
     if text is None:
         none = field is not None and field.default is field.default_factory  # both MISSING
