@@ -19,8 +19,7 @@ from .errors import GeneratorError
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing, KindName, Record
 
-# The prefixes of a record's functions: freeze, rebuild, and a derived key's strict check.
-PREFIXES = ("freeze", "rebuild", "check")
+PREFIXES = ("freeze", "rebuild", "check")  # a record's functions' (check_: a derived key's)
 DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
 DECLARED += ("Written", "field_types", "parse_literal", "default_literal", "record_type")
 DECLARED += ("members", "admits", "shown_type")
@@ -54,8 +53,7 @@ class KindFacts:
 
 
 def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
-    """The names a module binds at its top level (under ``if TYPE_CHECKING:`` too), each
-    with how, for messages: what it imports, defines or assigns."""
+    """The names a module binds at its top level (under ``if`` too), each with how it does."""
     bound: dict[str, str] = {}
     statements = list(tree.body)
     while statements:
@@ -63,8 +61,7 @@ def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
         if isinstance(node, (ast.If, ast.Try)):
             statements += [*node.body, *node.orelse]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                bound[alias.asname or alias.name.split(".")[0]] = f"{shown} imports it"
+            bound |= {a.asname or a.name.split(".")[0]: f"{shown} imports it" for a in node.names}
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound[node.name] = f"{shown} defines it"
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -125,16 +122,12 @@ def kind_problems(
         for name, record in kinds.KINDS.items()
         for problem in _record_problems(f"KINDS[{name!r}]", name, record, functions, defined)
     ]
-    has = {
-        "freeze": functions["freeze"] & set(kinds.KINDS),
-        "rebuild": (functions["rebuild"] | functions["check"]) & set(kinds.KINDS),
-    }
+    readers = functions["rebuild"] | functions["check"]
+    has = {"freeze": functions["freeze"] & set(kinds.KINDS), "rebuild": readers & set(kinds.KINDS)}
     for name, kind in kinds.KIND_NAMES.items():
         at = f"KIND_NAMES[{name!r}]"
         if kind.freeze is None and kind.rebuild is None:
-            found.append(
-                f"{at} serves no step: give it freeze=Writes(...) and/or rebuild=Reads(...)"
-            )
+            found.append(f"{at} serves no step: give it freeze=Writes(...) or rebuild=Reads(...)")
         for step, meaning in (("freeze", kind.freeze), ("rebuild", kind.rebuild)):
             if meaning and (used := meaning.record) not in has[step]:
                 found.append(f"{at}: {step} record {used!r} has no {step}_{used} in KINDS")
@@ -217,9 +210,8 @@ def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[
 
 
 def _broken_type(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[Any]) -> str:
-    """The type law: what rebuild gives (its record's type, the absent value, None where a
-    null reads as None) and the default are instances of the annotation, which gets its own
-    scalar types (an int kind cannot carry a float field's 2.5)."""
+    """The type law: what rebuild gives (its record's type, the absent value, None where a null
+    reads as None) and the default fit the annotation, and its scalar types are all given."""
     hint, shown = crossing.hint, kinds.shown_type
     if hint is Any:
         return ""
@@ -246,9 +238,8 @@ def _listed(words: list[str]) -> str:
 def _fits(
     kinds: ModuleType, row: Any, field: dataclasses.Field[Any], crossing: Crossing, same: bool
 ) -> list[str]:
-    """The pairs of kind names that keep every law for the field and refuse no None, as
-    ``'freeze' with 'rebuild'``: of the crossing's records where ``same``, else of any
-    records whose rebuild reads back what freeze writes (a derived one fills no field)."""
+    """The kind names keeping every law for the field and refusing no None, of the crossing's
+    records where ``same``, else of any whose rebuild reads back (a derived one fills none)."""
     names = kinds.KIND_NAMES.items()
     reads = [(name, kind.rebuild.record) for name, kind in names if kind.rebuild]
     writes = [(name, kind.freeze.record) for name, kind in names if kind.freeze]
@@ -280,10 +271,9 @@ def law_problem(
     fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
     if not fits:
         records = f" of records {crossing.freeze!r} and {crossing.rebuild!r}"
-        fix = (
-            f"No kind name{records if crossing.hint is Any else ''} keeps it: add one "
-            '(README, "Adding a kind"), or give the field a default its kinds keep.'
-        )
+        of = records if crossing.hint is Any else ""
+        fix = f'No kind name{of} keeps it: add one (README, "Adding a kind") or change the field.'
+
     written = "always" if crossing.written is kinds.Written.ALWAYS else f"when {crossing.written}"
     if crossing.broken_law:
         return (

@@ -20,8 +20,7 @@ from typing import Any
 
 from shardplan.table.rows import SpecField
 
-# The module holding every record's functions (it imports torch; this one never does).
-FUNCTIONS = "shardplan.convert.kinds"
+FUNCTIONS = "shardplan.convert.kinds"  # every record's functions (it imports torch)
 
 
 class Written(StrEnum):
@@ -82,10 +81,9 @@ class Gather:
 @dataclass(frozen=True, kw_only=True)
 class Record:
     """What one conversion means: the JSON type rebuild accepts as generated/fields.md
-    ``shows`` it and as JSON Schema; ``held_as``, a CodegenMeta field's annotation for a
-    top-level key of it; ``gives``, the live type rebuild returns where it is not that;
-    ``reads_back``, the records whose rebuild reads back all its freeze writes
-    (tests/convert/test_closure.py); ``targets``: its rebuild builds Targets."""
+    ``shows`` it and as JSON Schema; ``held_as``, a CodegenMeta field's annotation for it;
+    ``gives``, the live type rebuild returns where not that; ``reads_back``, the records whose
+    rebuild reads back all its freeze writes; ``targets``: its rebuild builds Targets."""
 
     shows: str
     schema: dict[str, Any]
@@ -351,8 +349,6 @@ class Crossing:
         return copy.deepcopy(self.absent_parsed)
 
 
-# ------------------------------------------------------------ the type law's vocabulary
-
 _STAND_INS: dict[str, type] = {}  # the names only a type checker imports (Placement, Target)
 _CALLABLE: Any = collections.abc.Callable  # Any: its origin is no type to mypy
 
@@ -389,13 +385,10 @@ def members(hint: Any) -> tuple[Any, ...]:
 
 
 def admits(annotation: Any, given: Any) -> bool:
-    """Whether every value of type ``given`` is an instance of ``annotation``, as far as the
-    type law asks: unions, Any, subclasses (a bool is no int: JSON tells them apart), an int
-    for a float (PEP 484), a container's parameters."""
-    return all(any(_admits_one(a, g) for a in members(annotation)) for g in members(given))
-
-
-def _admits_one(annotation: Any, given: Any) -> bool:
+    """Whether every value of type ``given`` is an instance of ``annotation``: unions, Any,
+    subclasses (a bool is no int, as in JSON), an int for a float, a container's parameters."""
+    if len(members(annotation)) > 1 or len(members(given)) > 1:
+        return all(any(admits(a, g) for a in members(annotation)) for g in members(given))
     outer, inner = typing.get_origin(annotation) or annotation, typing.get_origin(given) or given
     if annotation is Any or given is Any or (outer is float and inner is int):
         return True
@@ -429,8 +422,7 @@ class KindError(ValueError):
 
 
 def parse_literal(text: str) -> tuple[Any, str | None]:
-    """``(value, None)`` for a Python literal written as Python writes it (a row's or a kind
-    name's absent value; a default's repr); else ``(None, why)``. The one parse of text."""
+    """``(value, None)`` for a Python literal as Python writes it, else ``(None, why)``."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -465,9 +457,8 @@ def _named(row: SpecField, step: str) -> Any:
 
 
 def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = Any) -> Crossing:
-    """The row's crossing: its kind names' records, and its presence, the row's own
-    ``written``/``absent`` first, then its kind names', then the default of its dataclass
-    ``field`` (None: a derived row), with ``hint``, its resolved annotation; else KindError."""
+    """The row's crossing: its kind names' records and its presence (the row's own written=,
+    absent=, else its names', else the default of ``field``; None: derived), else KindError."""
     freeze, rebuild = _named(row, "freeze"), _named(row, "rebuild")
     if row.written not in ("", *Written):
         raise KindError(
@@ -505,8 +496,7 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
 
 
 def crossings(rows: tuple[SpecField, ...], cls: type) -> dict[str, Crossing]:
-    """Every row's crossing that names kinds, by row name, its field taken from ``cls``
-    (the runtime's tables are the generator's, which refuses any it cannot resolve)."""
+    """Every row's crossing that names kinds, by row name (the generator refused any other)."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = field_types(cls)
     return {
