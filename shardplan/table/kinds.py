@@ -106,7 +106,7 @@ class Writes:
     written: Written
 
     def __post_init__(self) -> None:
-        Written(self.written)  # a string that is no condition fails at import, naming the line
+        object.__setattr__(self, "written", Written(self.written))  # no condition: fails here
 
 
 @dataclass(frozen=True)
