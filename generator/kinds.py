@@ -1,8 +1,6 @@
-"""The kinds as the generator reads them: the project's typed records, kind names and
-resolver (the ``kinds`` module of [tool.specgen], imported: it is standard library only),
-checked against the functions its ``FUNCTIONS`` module defines (read from that module's
-source: importing it imports torch), and the laws each row's crossing keeps for its field
-(docs/contract.md §6), which only the generator checks."""
+"""The kinds as the generator reads them: the ``kinds`` module of [tool.specgen] (imported:
+it is standard library only), checked against the source of its ``FUNCTIONS`` module (whose
+import imports torch), and the laws each row keeps for its field (docs/contract.md §6)."""
 
 from __future__ import annotations
 
@@ -21,24 +19,20 @@ from .errors import GeneratorError
 if TYPE_CHECKING:
     from shardplan.table.kinds import Crossing, KindName, Record
 
-# The prefixes of a record's functions: freeze, rebuild, and a derived key's strict check.
-PREFIXES = ("freeze", "rebuild", "check")
+PREFIXES = ("freeze", "rebuild", "check")  # a record's functions' (check_: a derived key's)
 DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
 DECLARED += ("Written", "field_types", "parse_literal", "default_literal", "record_type")
 DECLARED += ("members", "admits", "shown_type")
-# A record's optional parts: the step whose function each stands for ("": none), and its
-# fields that name the functions it calls.
+# A record's optional parts: the step whose function each stands for ("": none), its fields
+# naming the functions it calls, and what it sets to ask for INLINE_LOOP (inline=) if it may.
 _PARTS = {
-    "freeze_shortcut": ("freeze", ("call",)),
-    "rebuild_shortcut": ("rebuild", ("call", "lookup")),
-    "write_shortcut": ("freeze", ("live", "check")),
-    "consume": ("", ("call", "lookup", "parse")),
-    "gather": ("", ("call", "check", "unless")),
+    "freeze_shortcut": ("freeze", ("call",), ()),
+    "rebuild_shortcut": ("rebuild", ("call", "lookup"), ("lookup",)),
+    "write_shortcut": ("freeze", ("live", "check"), ()),
+    "consume": ("", ("call", "lookup", "parse"), ("lookup", "parse", "counted")),
+    "gather": ("", ("call", "check", "unless"), ()),
 }
-# The loops templates/kinds.j2 writes in place of a part's call, and what a part asking for
-# one (inline=) must set.
-INLINE_LOOPS = ("placement_table",)
-_INLINE_NEEDS = {"rebuild_shortcut": ("lookup",), "consume": ("lookup", "parse", "counted")}
+INLINE_LOOP = "placement_table"  # the loop templates/kinds.j2 writes in place of a call
 _SCALAR_TYPES = (bool, int, float, str)
 
 
@@ -59,8 +53,7 @@ class KindFacts:
 
 
 def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
-    """The names a module binds at its top level (under ``if TYPE_CHECKING:`` too), each
-    with how, for messages: what it imports, defines or assigns."""
+    """The names a module binds at its top level (under ``if`` too), each with how it does."""
     bound: dict[str, str] = {}
     statements = list(tree.body)
     while statements:
@@ -68,8 +61,7 @@ def bound_names(tree: ast.Module, shown: str) -> dict[str, str]:
         if isinstance(node, (ast.If, ast.Try)):
             statements += [*node.body, *node.orelse]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                bound[alias.asname or alias.name.split(".")[0]] = f"{shown} imports it"
+            bound |= {a.asname or a.name.split(".")[0]: f"{shown} imports it" for a in node.names}
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound[node.name] = f"{shown} defines it"
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -120,30 +112,22 @@ def read_kinds(root: Path, module: ModuleType) -> KindFacts:
     )
 
 
-# ------------------------------------------------------- the generator's checks
-
-
 def kind_problems(
     kinds: ModuleType, functions: dict[str, set[str]], defined: set[str]
 ) -> list[str]:
-    """What the records and kind names of the ``kinds`` module say that its functions
-    (``functions``: each prefix's record names, of freeze_, rebuild_ and check_; ``defined``:
-    every name that module binds) do not hold, one line each; the generator refuses them all."""
+    """What the records and kind names of ``kinds`` say that its functions (each prefix's
+    record names; ``defined``: every name their module binds) do not hold, one line each."""
     found = [
         problem
         for name, record in kinds.KINDS.items()
         for problem in _record_problems(f"KINDS[{name!r}]", name, record, functions, defined)
     ]
-    has = {
-        "freeze": functions["freeze"] & set(kinds.KINDS),
-        "rebuild": (functions["rebuild"] | functions["check"]) & set(kinds.KINDS),
-    }
+    readers = functions["rebuild"] | functions["check"]
+    has = {"freeze": functions["freeze"] & set(kinds.KINDS), "rebuild": readers & set(kinds.KINDS)}
     for name, kind in kinds.KIND_NAMES.items():
         at = f"KIND_NAMES[{name!r}]"
         if kind.freeze is None and kind.rebuild is None:
-            found.append(
-                f"{at} serves no step: give it freeze=Writes(...) and/or rebuild=Reads(...)"
-            )
+            found.append(f"{at} serves no step: give it freeze=Writes(...) or rebuild=Reads(...)")
         for step, meaning in (("freeze", kind.freeze), ("rebuild", kind.rebuild)):
             if meaning and (used := meaning.record) not in has[step]:
                 found.append(f"{at}: {step} record {used!r} has no {step}_{used} in KINDS")
@@ -162,8 +146,6 @@ def kind_problems(
 def _record_problems(
     at: str, name: str, record: Record, functions: dict[str, set[str]], defined: set[str]
 ) -> list[str]:
-    """What one record says that its functions do not hold: a step it or its parts stand
-    for, a function they call, or a loop of the kinds template they ask for."""
     found = []
     if not any(name in prefixed for prefixed in functions.values()):
         found.append(f"{at} has no function: write freeze_{name} and/or rebuild_{name}")
@@ -174,7 +156,7 @@ def _record_problems(
         for reader in record.reads_back
         if reader not in functions["rebuild"] | functions["check"]
     ]
-    for part, (step, calls) in _PARTS.items():
+    for part, (step, calls, needs) in _PARTS.items():
         if not (how := getattr(record, part)):
             continue
         if step and name not in functions[step]:
@@ -184,26 +166,20 @@ def _record_problems(
             for field, call in ((field, getattr(how, field)) for field in calls)
             if call and call not in defined
         ]
-        needs = _INLINE_NEEDS.get(part, ())
         inline = how.inline if needs else ""  # only these parts may ask for a loop
-        if inline and (inline not in INLINE_LOOPS or not all(getattr(how, n) for n in needs)):
-            loops = _listed([repr(loop) for loop in INLINE_LOOPS])
+        if inline and (inline != INLINE_LOOP or not all(getattr(how, n) for n in needs)):
             found.append(
-                f"{at}: {part} inline={inline!r}: the kinds template writes {loops} in "
-                f"place, which needs {_listed(list(needs))} set"
+                f"{at}: {part} inline={inline!r}: templates/kinds.j2 writes {INLINE_LOOP!r} "
+                f"in place, with {_listed(list(needs))} set"
             )
     return found
-
-
-# ------------------------------------------------------- the laws (docs/contract.md §6)
 
 
 def resolve(
     kinds: ModuleType, row: Any, field: dataclasses.Field[Any] | None, hint: Any = Any
 ) -> Crossing:
-    """``kinds.resolve``'s crossing of the row, with how it breaks the laws for its dataclass
-    ``field`` (None: a derived row, which fills none): ``broken_law`` the defaults laws',
-    ``broken_type`` the type law's, each said as what comes back instead; "" where it holds."""
+    """``kinds.resolve``'s crossing of the row, with the laws it breaks for its dataclass
+    ``field`` (None: a derived row), each said as what comes back instead ("": it holds)."""
     crossing: Crossing = kinds.resolve(row, field, hint)
     if field is None:
         return crossing
@@ -212,51 +188,39 @@ def resolve(
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
-    """The dataclass field's default (a factory's, made once); MISSING for none."""
     return field.default_factory() if callable(field.default_factory) else field.default
 
 
 def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[Any]) -> str:
-    """(a) An absent key rebuilds the field's default. (b) A value freeze leaves unwritten
-    rebuilds as itself (None and the default do, by ``written``; a falsy value, written when
-    truthy, only as the one falsy default). (c) A default freeze writes comes back as
-    itself, of its own type."""
+    """The defaults laws (docs/contract.md §6): an absent key rebuilds the default (a), and a
+    value freeze leaves unwritten (b) or a default it writes (c) as itself, of its type."""
     default = _default(field)
-    literal = None if default is dataclasses.MISSING else kinds.default_literal(field)
-    if default is not dataclasses.MISSING and literal is None:
-        return "the default has no Python literal, so no absent key can rebuild it"
-    if literal is not None and crossing.absent != literal:
-        return f"an artifact without the key rebuilds {crossing.absent} instead"
+    if default is not dataclasses.MISSING:
+        if (literal := kinds.default_literal(field)) is None:
+            return "the default has no Python literal, so no absent key can rebuild it"
+        if crossing.absent != literal:
+            return f"an artifact without the key rebuilds {crossing.absent} instead"
+        gives = kinds.record_type(crossing.rebuild)
+        written = default is not None and crossing.writes(default)  # a null reads back as None
+        if written and not kinds.admits(gives, type(default)):
+            return f"freeze writes it, and rebuild gives {kinds.shown_type(gives)} instead"
     if crossing.written is kinds.Written.TRUTHY and crossing.absent_parsed:
-        return (
-            "a falsy value is never written (written when truthy), so 0, False or an "
-            f"empty value would rebuild as {crossing.absent} instead"
-        )
-    gives = kinds.record_type(crossing.rebuild)
-    if literal and default is not None and crossing.writes(default):
-        if not kinds.admits(gives, type(default)):
-            return (
-                f"freeze writes it, and rebuild gives a {type(default).__name__} back as "
-                f"{kinds.shown_type(gives)} instead"
-            )
+        return f"a falsy value is never written, so it rebuilds as {crossing.absent} instead"
     return ""
 
 
 def _broken_type(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[Any]) -> str:
-    """The type law: what the rebuild gives (its record's type, the absent value and, where
-    a null reads as None, None) and the default are instances of the annotation, and the
-    annotation's own scalar types are given (an int kind cannot carry a float field's 2.5)."""
+    """The type law: what rebuild gives (its record's type, the absent value, None where a null
+    reads as None) and the default fit the annotation, and its scalar types are all given."""
     hint, shown = crossing.hint, kinds.shown_type
     if hint is Any:
         return ""
     gives = kinds.record_type(crossing.rebuild)
     given = (gives, type(crossing.absent_parsed), *[type(None)] * crossing.null_is_none)
     wrong = [shown(m) for t in given for m in kinds.members(t) if not kinds.admits(hint, m)]
-    if wrong:
-        wrong = list(dict.fromkeys(wrong))
-        return (
-            f"{_listed(wrong)} {'is no instance' if len(wrong) == 1 else 'are no instances'} of it"
-        )
+    if wrong := list(dict.fromkeys(wrong)):
+        verb = "is no instance" if len(wrong) == 1 else "are no instances"
+        return f"{_listed(wrong)} {verb} of it"
     missing = [t for t in kinds.members(hint) if t in _SCALAR_TYPES and not kinds.admits(gives, t)]
     if missing:
         return f"it never gives {_listed([shown(t) for t in missing])}, which the field admits"
@@ -274,23 +238,19 @@ def _listed(words: list[str]) -> str:
 def _fits(
     kinds: ModuleType, row: Any, field: dataclasses.Field[Any], crossing: Crossing, same: bool
 ) -> list[str]:
-    """The pairs of kind names that keep every law for the field and carry every value
-    (none refuses None at freeze), as ``'freeze' with 'rebuild'``: of the crossing's records
-    where ``same``, else every pair whose rebuild reads back what its freeze writes."""
-    bare = dataclasses.replace(row, written="", absent="")  # the kind names' presets alone
-    fits = []
+    """The kind names keeping every law for the field and refusing no None, of the crossing's
+    records where ``same``, else of any whose rebuild reads back (a derived one fills none)."""
     names = kinds.KIND_NAMES.items()
-    for (rebuild, kind), (freeze, other) in itertools.product(names, names):
-        if kind.rebuild is None or other.freeze is None:
+    reads = [(name, kind.rebuild.record) for name, kind in names if kind.rebuild]
+    writes = [(name, kind.freeze.record) for name, kind in names if kind.freeze]
+    fits = []
+    for (rebuild, read), (freeze, write) in itertools.product(reads, writes):
+        ours = (write, read) == (crossing.freeze, crossing.rebuild)
+        closed = read in kinds.KINDS[write].reads_back and not kinds.KINDS[read].gather
+        if not (ours if same else closed):
             continue
-        records = (other.freeze.record, kind.rebuild.record)
-        if same and records != (crossing.freeze, crossing.rebuild):
-            continue
-        reads = records[1] in kinds.KINDS[records[0]].reads_back
-        if not same and (not reads or kinds.KINDS[records[1]].gather):  # derived: no field's
-            continue
-        try:
-            pair = dataclasses.replace(bare, freeze=freeze, rebuild=rebuild)
+        try:  # the kind names' presets alone
+            pair = dataclasses.replace(row, freeze=freeze, rebuild=rebuild, written="", absent="")
             offered = resolve(kinds, pair, field, crossing.hint)
         except kinds.KindError:
             continue
@@ -302,10 +262,8 @@ def _fits(
 def law_problem(
     kinds: ModuleType, row: Any, field: dataclasses.Field[Any], crossing: Crossing
 ) -> str:
-    """Why the row's kinds lose its field's default or a value freeze leaves unwritten
-    (``crossing.broken_law``), or give a value its annotation does not admit
-    (``crossing.broken_type``), and the kind names that keep all three laws (of the same
-    records first) and carry every value, as generate says it."""
+    """The row's broken law (``crossing.broken_law`` or ``broken_type``) as generate says it,
+    with the kind names that keep all three laws (of the same records first)."""
     fits = _fits(kinds, row, field, crossing, same=True)
     if not fits and crossing.hint is not Any:  # a typed field: the kinds of its type
         fits = _fits(kinds, row, field, crossing, same=False)
@@ -313,20 +271,17 @@ def law_problem(
     fix = f"Kind names that keep it{own}: " + "; ".join(fits) + "."
     if not fits:
         records = f" of records {crossing.freeze!r} and {crossing.rebuild!r}"
-        fix = (
-            f"No kind name{records if crossing.hint is Any else ''} keeps it: add one "
-            '(README, "Adding a kind"), or give the field a default its kinds keep.'
-        )
+        of = records if crossing.hint is Any else ""
+        fix = f'No kind name{of} keeps it: add one (README, "Adding a kind") or change the field.'
+
+    written = "always" if crossing.written is kinds.Written.ALWAYS else f"when {crossing.written}"
     if crossing.broken_law:
-        written = (
-            "always" if crossing.written is kinds.Written.ALWAYS else f"when {crossing.written}"
-        )
         return (
             f"the field's default {_default(field)!r} does not come back (freeze {row.freeze!r}, "
             f"written {written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
         )
+    gives = kinds.shown_type(kinds.record_type(crossing.rebuild))
     return (
         f"the field is annotated {kinds.shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
-        f"gives {kinds.shown_type(kinds.record_type(crossing.rebuild))}: {crossing.broken_type}.\n  "
-        + fix.replace("keep it", "fit")
+        f"gives {gives}: {crossing.broken_type}.\n  " + fix.replace("keep it", "fit")
     )

@@ -1,14 +1,6 @@
-"""The kinds as typed values: what each conversion means (``KINDS``), the kind names rows
-use (``KIND_NAMES``), and the resolver that turns a row into its ``Crossing`` once
-(docs/contract.md §4, §5).
-
-Standard library only: the generator and the staleness guard import it, and neither may pay
-for torch. A record's functions live in ``FUNCTIONS``: ``freeze_<record>(value, path)``
-(live -> JSON), ``rebuild_<record>(value, path)`` (JSON -> live; ``(value, path, targets)``
-for a record that builds Targets), and for a derived key (freeze computes it)
-``check_<record>``, which strict rebuild runs. Nothing asks a kind name again after
-``resolve``. What the records, names and rows fail to hold, and the laws, the generator
-says (generator/kinds.py).
+"""The kinds as typed values (docs/contract.md §4, §5): what each conversion means
+(``KINDS``), the kind names rows use (``KIND_NAMES``), and ``resolve``, which turns a row into
+its ``Crossing`` once. Standard library only: the generator and the staleness guard import it.
 """
 
 from __future__ import annotations
@@ -19,6 +11,7 @@ import copy
 import dataclasses
 import difflib
 import functools
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -27,8 +20,7 @@ from typing import Any
 
 from shardplan.table.rows import SpecField
 
-# The module holding every record's functions (it imports torch; this one never does).
-FUNCTIONS = "shardplan.convert.kinds"
+FUNCTIONS = "shardplan.convert.kinds"  # every record's functions (it imports torch)
 
 
 class Written(StrEnum):
@@ -37,18 +29,14 @@ class Written(StrEnum):
     NOT_NONE = "not None"  # an empty value is meaningful, and None reads back as None
     TRUTHY = "truthy"  # a falsy value is not written
     ALWAYS = "always"  # None is written as null
-    # The field's default is left out and read back from the absent key; None, where it is
-    # no default, is written as null.
-    NOT_DEFAULT = "not default"
+    NOT_DEFAULT = "not default"  # the default is left out: the absent key reads it back
 
 
 @dataclass(frozen=True)
 class Shortcut:
-    """What gives a kind function's result for the common value, so generated code calls the
-    function only off it: ``call(value)``, the result or a falsy value where the function
-    must decide; or a value of exactly one of the types ``exactly`` is the result itself.
-    ``inline``: the loop of templates/kinds.j2 writing ``call`` out in place, which calls
-    ``lookup`` ("placement_table": each placement text, None for one not seen)."""
+    """What gives a kind function's result for the common value (tests/convert/test_shortcuts.py):
+    ``call(value)``, the result or falsy; a value of exactly one of the types ``exactly``,
+    itself. ``inline``: the loop of templates/kinds.j2 writing ``call``, calling ``lookup``."""
 
     call: str = ""
     exactly: tuple[type, ...] = ()
@@ -68,10 +56,8 @@ class WriteShortcut:
 @dataclass(frozen=True)
 class Consume:
     """How read_plan's one pass takes a value of the document it alone holds: ``call(value)``
-    takes what the rebuild function accepts, the document's containers where it can, and
-    raises NotConsumed for the rest (the read then takes the pair's path, which names the
-    defect). ``counted``: it converts in place and gives the members of its objects.
-    ``inline`` and ``lookup`` as Shortcut's; ``parse(text)`` for a text not seen."""
+    converts the containers it can in place, else raises NotConsumed; ``counted``: it gives
+    its objects' members. ``inline``, ``lookup`` as Shortcut's; ``parse(text)``: a new text."""
 
     call: str
     counted: bool = False
@@ -82,10 +68,9 @@ class Consume:
 
 @dataclass(frozen=True)
 class Gather:
-    """A derived record gathered in the rebuild's one walk: ``call(fqn, live_value,
-    gathered)`` adds what the entry row under ``key`` contributes, and strict rebuild runs
-    ``check(value, path, gathered, param_plan)`` instead of ``check_<record>``; an inline
-    loop adds each name holding any placement not of type ``unless``."""
+    """A derived record gathered in the rebuild's one walk: ``call(fqn, live_value, gathered)``
+    adds what the entry row under ``key`` gives (inline: each name holding a placement not of
+    type ``unless``); strict rebuild runs ``check(value, path, gathered, param_plan)``."""
 
     key: str
     call: str
@@ -95,15 +80,10 @@ class Gather:
 
 @dataclass(frozen=True, kw_only=True)
 class Record:
-    """What one conversion means. ``shows``, ``schema``: the JSON type rebuild accepts, as
-    generated/fields.md names it and as JSON Schema (null added where the row writes null).
-    ``held_as``: the annotation of a CodegenMeta field holding a top-level key of it.
-    ``gives``: the live type its rebuild returns, where it is not the JSON value ``held_as``
-    says (the type law holds it to the field's annotation). ``reads_back``: the records
-    whose rebuild reads back all its freeze writes (tests/convert/test_closure.py; another
-    pair's value is read back at freeze by ``admit``). Shortcuts are optional
-    (tests/convert/test_shortcuts.py checks them). ``targets``: its rebuild builds Targets,
-    passed what the caller allowed."""
+    """What one conversion means: the JSON type rebuild accepts as generated/fields.md
+    ``shows`` it and as JSON Schema; ``held_as``, a CodegenMeta field's annotation for it;
+    ``gives``, the live type rebuild returns where not that; ``reads_back``, the records whose
+    rebuild reads back all its freeze writes; ``targets``: its rebuild builds Targets."""
 
     shows: str
     schema: dict[str, Any]
@@ -126,13 +106,12 @@ class Writes:
     written: Written
 
     def __post_init__(self) -> None:
-        Written(self.written)  # a string that is no condition fails at import, naming the line
+        object.__setattr__(self, "written", Written(self.written))  # no condition: fails here
 
 
 @dataclass(frozen=True)
 class Reads:
-    """A kind name's rebuild: its record, and what an absent key gives (a Python literal;
-    "": the dataclass field's default)."""
+    """A kind name's rebuild: its record, and the literal an absent key gives ("": the default)."""
 
     record: str
     absent: str = ""
@@ -146,7 +125,13 @@ class KindName:
     rebuild: Reads | None = None
 
 
-# A record without a freeze_<name> function is read only (name_tuple, int_or_true).
+# The JSON shapes records share. A record without a freeze_<name> function is read only.
+_STRINGS: Any = dict(
+    shows="array of strings",
+    schema={"type": "array", "items": {"type": "string"}},
+    held_as="list[str]",
+)
+_INTEGER: Any = dict(shows="integer", schema={"type": "integer"}, held_as="int")
 KINDS: dict[str, Record] = {
     "placements": Record(
         shows="object: name -> named placement",
@@ -168,18 +153,14 @@ KINDS: dict[str, Record] = {
         ),
     ),
     "names": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         reads_back=("names", "name_tuple"),
         freeze_shortcut=Shortcut(call="common_frozen_strings"),
         rebuild_shortcut=Shortcut(call="common_strings"),
         consume=Consume("consume_strings"),
     ),
     "name_tuple": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         gives="tuple[str, ...]",
         rebuild_shortcut=Shortcut(call="common_string_tuple"),
         consume=Consume("consume_string_tuple"),
@@ -201,9 +182,7 @@ KINDS: dict[str, Record] = {
         rebuild_shortcut=Shortcut(exactly=(bool,)),
     ),
     "int": Record(
-        shows="integer",
-        schema={"type": "integer"},
-        held_as="int",
+        **_INTEGER,
         reads_back=("scalar", "int_or_true"),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -212,13 +191,10 @@ KINDS: dict[str, Record] = {
         schema={"type": ["integer", "boolean"]},
         held_as="int | bool",
     ),
-    # The ordinary typed values a planner adds: each freezes and rebuilds exactly its type
-    # (an int is no bool; a float field takes an int as it is, as PEP 484 lets it). No
-    # freeze shortcut for numbers: an int too long for text and NaN take the check.
+    # The typed values a planner adds, each exactly its type (docs/contract.md §6). No freeze
+    # shortcut for numbers: an int too long for text and NaN take the check.
     "typed_int": Record(
-        shows="integer",
-        schema={"type": "integer"},
-        held_as="int",
+        **_INTEGER,
         reads_back=("typed_int",),
         rebuild_shortcut=Shortcut(exactly=(int,)),
     ),
@@ -278,9 +254,7 @@ KINDS: dict[str, Record] = {
     ),
     # Derived: freeze computes it from the frozen entries; strict rebuild checks it.
     "sharded_params": Record(
-        shows="array of strings",
-        schema={"type": "array", "items": {"type": "string"}},
-        held_as="list[str]",
+        **_STRINGS,
         reads_back=("sharded_params",),
         gather=Gather(
             key="params",
@@ -291,9 +265,8 @@ KINDS: dict[str, Record] = {
     ),
 }
 
-# The kind names rows use, each stated once (the seed's names, which upstream tables keep).
-# Two names with the same meaning are the same code, and the lock compares meanings, not
-# names. A row's own written=/absent= win over its names'.
+# The kind names rows use (the seed's, which upstream tables keep): two with one meaning are
+# the same code, and the lock compares meanings. A row's own written=/absent= win over them.
 KIND_NAMES: dict[str, KindName] = {
     "placement_map": KindName(Writes("placements", Written.NOT_NONE), Reads("placements")),
     "named_placements": KindName(Writes("placements", Written.NOT_NONE), Reads("placements")),
@@ -312,8 +285,7 @@ KIND_NAMES: dict[str, KindName] = {
     "bool_default_false": KindName(rebuild=Reads("bool", "False")),
     "int_truthy": KindName(Writes("int", Written.TRUTHY), Reads("int")),
     "int_or_true": KindName(rebuild=Reads("int_or_true")),
-    # Typed fields: written when not the default, an absent key read as it; None, where the
-    # annotation admits it and it is no default, written as null.
+    # Typed fields: written when not the default (None, where it is no default, as null).
     "int": KindName(Writes("typed_int", Written.NOT_DEFAULT), Reads("typed_int")),
     "float": KindName(Writes("typed_float", Written.NOT_DEFAULT), Reads("typed_float")),
     "str": KindName(Writes("typed_str", Written.NOT_DEFAULT), Reads("typed_str")),
@@ -329,10 +301,8 @@ KIND_NAMES: dict[str, KindName] = {
 
 @dataclass(frozen=True)
 class Crossing:
-    """One keyed row, resolved once: the record each step calls, when freeze writes the key,
-    the value an absent key rebuilds to, and the field it fills, its annotation as written
-    and resolved ("" and Any for a derived key). The generator adds how it breaks the laws
-    of docs/contract.md §6, as what comes back instead ("" where they hold)."""
+    """One keyed row, resolved once: its records, presence and field's annotation ("" and Any:
+    derived). The generator adds the laws it breaks, as what comes back instead ("": none)."""
 
     freeze: str
     rebuild: str
@@ -342,13 +312,9 @@ class Crossing:
     freeze_record: Record
     rebuild_record: Record
     reads_back: bool  # the rebuild reads back all the freeze writes (else freeze's ``admit``)
-    # Written when not the default, which is not None, where the annotation admits None: a
-    # null reads back as None, an absent key as the default (else freeze refuses None by type).
-    null_is_none: bool
-    writes_null: bool  # freeze writes None as null: written always, None absent; or the above
-    # Freeze refuses None: it is not written, and the absent key rebuilds to something else
-    # (``is_boundary: None`` would come back ``True``).
-    refuses_none: bool
+    null_is_none: bool  # a null reads back as None, an absent key as the other default
+    writes_null: bool  # freeze writes None as null
+    refuses_none: bool  # unwritten, None would come back another value (is_boundary: True)
     hint: Any = Any
     broken_law: str = ""
     broken_type: str = ""
@@ -364,12 +330,10 @@ class Crossing:
 
     @property
     def written_at_absent(self) -> bool:
-        """Freeze writes the absent value: an artifact without the key gains it, rebuilt and
-        frozen again."""
+        """Freeze writes the absent value: an artifact without the key gains it, frozen again."""
         return self.writes(self.absent_value())
 
     def writes(self, value: Any) -> bool:
-        """Whether freeze writes ``value``."""
         if self.written is Written.ALWAYS:
             return True
         if self.written is Written.NOT_DEFAULT:
@@ -385,19 +349,12 @@ class Crossing:
         return copy.deepcopy(self.absent_parsed)
 
 
-# ------------------------------------------------------------ the type law's vocabulary
-#
-# Annotations and a record's ``gives`` are resolved with the names only a type checker
-# imports (torch's Placement, Target) standing for themselves. ``admits`` is the little of
-# PEP 484 the type law needs: unions, Any, a class and its subclasses (but a bool is no
-# int: JSON tells them apart), an int standing for a float, and a container's parameters.
-
-_STAND_INS: dict[str, type] = {}
-_CALLABLE: Any = collections.abc.Callable
+_STAND_INS: dict[str, type] = {}  # the names only a type checker imports (Placement, Target)
+_CALLABLE: Any = collections.abc.Callable  # Any: its origin is no type to mypy
 
 
 def _with_stand_ins(evaluate: Any) -> Any:
-    """``evaluate(names)``, again with one stand-in class for each name it finds undefined."""
+    """``evaluate(names)``, again with a class standing for each name it finds undefined."""
     names: dict[str, Any] = {}
     while True:
         try:
@@ -410,8 +367,7 @@ def _with_stand_ins(evaluate: Any) -> Any:
 
 
 def field_types(cls: type) -> dict[str, Any]:
-    """Every field's annotation of the dataclass ``cls``, resolved (its module's aliases,
-    Scalar, Injected, PlacementMap, followed), by field name."""
+    """The dataclass ``cls``'s annotations by field, resolved (Scalar, Injected followed)."""
     return _with_stand_ins(lambda names: typing.get_type_hints(cls, localns=names))  # type: ignore[no-any-return]
 
 
@@ -429,24 +385,19 @@ def members(hint: Any) -> tuple[Any, ...]:
 
 
 def admits(annotation: Any, given: Any) -> bool:
-    """Whether every value of type ``given`` is an instance of ``annotation`` (see above)."""
-    return all(any(_admits_one(a, g) for a in members(annotation)) for g in members(given))
-
-
-def _admits_one(annotation: Any, given: Any) -> bool:
-    if annotation is Any or given is Any:
-        return True
+    """Whether every value of type ``given`` is an instance of ``annotation``: unions, Any,
+    subclasses (a bool is no int, as in JSON), an int for a float, a container's parameters."""
+    if len(members(annotation)) > 1 or len(members(given)) > 1:
+        return all(any(admits(a, g) for a in members(annotation)) for g in members(given))
     outer, inner = typing.get_origin(annotation) or annotation, typing.get_origin(given) or given
-    if outer is float and inner is int:
+    if annotation is Any or given is Any or (outer is float and inner is int):
         return True
-    if not (isinstance(outer, type) and isinstance(inner, type)) or not issubclass(inner, outer):
+    if not (isinstance(outer, type) and isinstance(inner, type) and issubclass(inner, outer)):
         return False
     if outer is int and inner is bool:
         return False
-    if outer is _CALLABLE:  # its parameters are no container's
-        return True
     wanted, found = typing.get_args(annotation), typing.get_args(given)
-    if not wanted or not found:
+    if outer is _CALLABLE or not wanted or not found:  # a Callable's parameters are no container's
         return True
     if wanted[-1] is Ellipsis:  # tuple[X, ...]
         return all(admits(wanted[0], f) for f in found if f is not Ellipsis)
@@ -463,15 +414,7 @@ def shown_type(hint: Any) -> str:
         return " | ".join(shown_type(m) for m in members(hint))
     if isinstance(hint, type) and not typing.get_args(hint):
         return hint.__name__
-    return (
-        repr(hint)
-        .replace("typing.", "")
-        .replace("collections.abc.", "")
-        .replace("typing-only.", "")
-    )
-
-
-# ------------------------------------------------------------------- the resolver
+    return re.sub(r"typing\.|collections\.abc\.|typing-only\.", "", repr(hint))
 
 
 class KindError(ValueError):
@@ -479,8 +422,7 @@ class KindError(ValueError):
 
 
 def parse_literal(text: str) -> tuple[Any, str | None]:
-    """``(value, None)`` for a Python literal written as Python writes it (a row's or a kind
-    name's absent value; a default's repr); else ``(None, why)``. The one parse of text."""
+    """``(value, None)`` for a Python literal as Python writes it, else ``(None, why)``."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -491,9 +433,8 @@ def parse_literal(text: str) -> tuple[Any, str | None]:
 
 
 def default_literal(field: dataclasses.Field[Any]) -> str | None:
-    """A dataclass field's default as a Python literal; None where it has none a literal
-    states exactly (no default, a factory other than dict, list or tuple, or a value whose
-    repr does not read back as it)."""
+    """A dataclass field's default as a Python literal; None where no literal states it exactly
+    (no default, a factory other than dict, list or tuple, a repr that does not read back)."""
     if field.default_factory in (dict, list, tuple):
         return repr(field.default_factory())
     text = repr(field.default)
@@ -502,44 +443,36 @@ def default_literal(field: dataclasses.Field[Any]) -> str | None:
     return text if same else None
 
 
-def _named(row: SpecField, step: str) -> KindName:
-    """The kind name the row gives ``step``, refused where it serves no such step."""
+def _named(row: SpecField, step: str) -> Any:
+    """What the row's kind name means for ``step`` (a Writes or a Reads); KindError if none."""
     word = getattr(row, step)
-    kind = KIND_NAMES.get(word)
-    if kind is None or getattr(kind, step) is None:
-        known = sorted(name for name, k in KIND_NAMES.items() if getattr(k, step) is not None)
-        close = difflib.get_close_matches(word, known, n=1)
-        raise KindError(
-            f"unknown {step} kind {word!r}.\n  Known kinds: {', '.join(known)}."
-            + (f" Did you mean {close[0]!r}?" if close else "")
-        )
-    return kind
+    if meaning := getattr(KIND_NAMES.get(word), step, None):
+        return meaning
+    known = sorted(name for name, k in KIND_NAMES.items() if getattr(k, step) is not None)
+    close = difflib.get_close_matches(word, known, n=1)
+    raise KindError(
+        f"unknown {step} kind {word!r}.\n  Known kinds: {', '.join(known)}."
+        + (f" Did you mean {close[0]!r}?" if close else "")
+    )
 
 
 def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = Any) -> Crossing:
-    """The row's crossing: its kind names' records, and its presence, the row's own
-    ``written``/``absent`` first, then its kind names', then (absent) the default of the
-    dataclass ``field`` (None: a derived row, which names no field), with the field's
-    resolved annotation ``hint`` (field_types). KindError says why it cannot be resolved."""
-    freeze, rebuild = _named(row, "freeze").freeze, _named(row, "rebuild").rebuild
-    assert freeze is not None and rebuild is not None  # _named refused a name without it
-    try:
-        written = Written(row.written) if row.written else freeze.written
-    except ValueError:
+    """The row's crossing: its kind names' records and its presence (the row's own written=,
+    absent=, else its names', else the default of ``field``; None: derived), else KindError."""
+    freeze, rebuild = _named(row, "freeze"), _named(row, "rebuild")
+    if row.written not in ("", *Written):
         raise KindError(
-            f"written={row.written!r} must be one of " + ", ".join(map(repr, map(str, Written)))
-        ) from None
-    text = row.absent or rebuild.absent or (default_literal(field) if field else "None")
-    if text is None and field is not None and field.default is field.default_factory:
-        raise KindError(  # both MISSING: the field has no default
-            "the field has no default, so what an absent key rebuilds to is unknown.\n"
-            '  Set absent="..." on the row (a Python literal), or give the field a default'
+            f"written={row.written!r} must be one of {', '.join(repr(str(w)) for w in Written)}"
         )
+    written = Written(row.written) if row.written else freeze.written
+    text = row.absent or rebuild.absent or (default_literal(field) if field else "None")
     if text is None:
+        none = field is not None and field.default is field.default_factory  # both MISSING
         raise KindError(
-            "the field's default has no Python literal, so no absent key can rebuild it.\n"
-            "  Give the field a literal default (a field(default_factory=dict, list or tuple) "
-            "counts)"
+            'the field has no default: give it one, or the row absent="..." (a Python literal)'
+            if none
+            else "the field's default has no Python literal, so no absent key can rebuild it: "
+            "give the field a literal one (default_factory=dict, list or tuple counts)"
         )
     absent, problem = parse_literal(text)
     if problem:
@@ -563,8 +496,7 @@ def resolve(row: SpecField, field: dataclasses.Field[Any] | None, hint: Any = An
 
 
 def crossings(rows: tuple[SpecField, ...], cls: type) -> dict[str, Crossing]:
-    """Every row's crossing that names kinds, by row name, its field taken from ``cls``
-    (the runtime's tables are the generator's, which refuses any it cannot resolve)."""
+    """Every row's crossing that names kinds, by row name (the generator refused any other)."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = field_types(cls)
     return {

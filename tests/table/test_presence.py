@@ -172,7 +172,7 @@ def test_a_truthy_default_is_refused_for_the_falsy_values_it_would_become(
         f"table 'plan' row {row_number} (warmup_steps): the field's default 3 does not come back"
         in result.stderr
     )
-    assert "so 0, False or an empty value would rebuild as 3 instead" in result.stderr
+    assert "a falsy value is never written, so it rebuilds as 3 instead" in result.stderr
     # The records' own names keep no such default; the kinds of its type (int) do.
     assert "Kind names that keep it: 'int' with 'int'." in result.stderr
 
