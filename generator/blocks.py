@@ -28,17 +28,18 @@ _SPEC_PLACES = {
 }
 
 
-# Every part kinds.j2 prints of a row's block. A block holds each, "" where the row has none:
-# a part the template misspells is StrictUndefined's error, never an empty string.
-PARTS: tuple[str, ...] = ("comment", "source", "target", "condition", "written", "otherwise", "read", "consumes")
-PARTS += ("annotation", "default", "absent_test", "null", "count_absent", "refuse_null")
-PARTS += ("refuse_falsy", "refuse_default", "default_test", "types", "call", "counted", "inline")
-PARTS += ("lookup", "parse", "slow", "check", "gather", "gather_unless")
+# Every part kinds.j2 prints of a block. A block holds each ("" where its row has none), so a
+# part the template misspells is StrictUndefined's error, never an empty string.
+PARTS = frozenset(
+    "comment source target condition written otherwise read consumes annotation default check "
+    "absent_test null count_absent refuse_null refuse_falsy refuse_default default_test types "
+    "call counted inline lookup parse slow gather gather_unless".split()
+)
 
 
 def _block(**parts: Any) -> SimpleNamespace:
-    """A block of the parts ``parts`` names; every other part of PARTS ""."""
-    if unknown := set(parts) - set(PARTS):
+    """A row's block: ``parts``, and "" for every other part of PARTS."""
+    if unknown := parts.keys() - PARTS:
         raise GeneratorError(f"a block has parts kinds.j2 never prints: {sorted(unknown)}")
     return SimpleNamespace(**(dict.fromkeys(PARTS, "") | parts))
 

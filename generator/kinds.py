@@ -276,9 +276,11 @@ def law_problem(
 
     written = "always" if crossing.written is kinds.Written.ALWAYS else f"when {crossing.written}"
     if crossing.broken_law:
+        default = _default(field)  # none: law (b) alone, of any value freeze leaves unwritten
+        what = "a value" if default is dataclasses.MISSING else f"the field's default {default!r}"
         return (
-            f"the field's default {_default(field)!r} does not come back (freeze {row.freeze!r}, "
-            f"written {written}; rebuild {row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
+            f"{what} does not come back (freeze {row.freeze!r}, written {written}; rebuild "
+            f"{row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
         )
     gives = kinds.shown_type(kinds.record_type(crossing.rebuild))
     return (

@@ -222,4 +222,4 @@ def test_every_part_kinds_j2_prints_is_a_part_of_a_block() -> None:
     from generator.blocks import PARTS
 
     parts = set(re.findall(r"\bb\.(\w+)", (REPO / "templates/kinds.j2").read_text()))
-    assert parts == set(PARTS)
+    assert parts == PARTS

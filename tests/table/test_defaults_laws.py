@@ -199,6 +199,16 @@ def test_a_default_other_than_none_fits_where_a_kind_writes_when_not_the_default
     assert _observed(row, field, [None, 4, 0, 7, True, 4.0]) == []
 
 
+def test_a_field_without_a_default_is_told_which_value_does_not_come_back() -> None:
+    """Law (b) alone, on a field with no default: the refusal names no default (never
+    dataclasses.MISSING's repr), only the value freeze leaves unwritten."""
+    field = dataclasses.fields(dataclasses.make_dataclass("Probe", [(NAME, Any)]))[0]
+    row = SpecField(NAME, NAME, GROUP_PARAM_PLAN, "int_truthy", "bool_default_true", doc="A.")
+    verdict = _verdict(row, field)
+    assert verdict.startswith(f"table row 1 ({NAME}): a value does not come back"), verdict
+    assert "rebuilds as True instead" in verdict and "MISSING" not in verdict, verdict
+
+
 # ------------------------------------------------------- issue 42's example, end to end
 
 MICRO_BATCHES = NewField(
