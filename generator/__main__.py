@@ -122,10 +122,9 @@ def _run_command(command: str, root: Path, allow_breaking: bool, new_lock: bool)
     out = config.output_name
     if done and whose:
         print(whose)
-    for name in done.written:
-        print(f"specgen: wrote {out}/{name}")
-    for name in done.removed:
-        print(f"specgen: removed {out}/{name} (generated, but no longer a declared output)")
+    for name, _, new in done:
+        removed = " (generated, but no longer a declared output)" if new is None else ""
+        print(f"specgen: {'removed' if removed else 'wrote'} {out}/{name}{removed}")
     if not done:
         print(f"specgen: {out}/ is up to date")
     return ExitStatus.OK

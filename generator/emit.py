@@ -218,28 +218,15 @@ def compare(config: Config, expected: dict[str, str]) -> Drift:
     return drift
 
 
-@dataclass
-class Written:
-    """What a write did: files replaced or created, and orphans removed."""
-
-    written: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.written or self.removed)
-
-
-def write(config: Config, expected: dict[str, str]) -> Written:
-    """Write the files whose bytes changed and remove orphans we generated, all or nothing."""
+def write(config: Config, expected: dict[str, str]) -> list[Change]:
+    """Write the files whose bytes changed and remove orphans we generated, all or nothing;
+    the changes made (an orphan's, to no file)."""
     changes, foreign = _changes(config, expected)
     if foreign:  # as check reports it; nothing is written
         raise GeneratorError(Drift(foreign=foreign).report(config))
     if changes:
         _change(config, changes)
-    return Written(
-        [name for name, _, new in changes if new is not None],
-        [name for name, _, new in changes if new is None],
-    )
+    return changes
 
 
 def _change(config: Config, changes: list[Change]) -> None:
