@@ -7,6 +7,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import itertools
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
 PREFIXES = ("freeze", "rebuild", "check")  # a record's functions' (check_: a derived key's)
 DECLARED: tuple[str, ...] = ("FUNCTIONS", "KINDS", "KIND_NAMES", "KindError", "resolve")
 DECLARED += ("Written", "field_types", "parse_literal", "default_literal", "record_type")
-DECLARED += ("members", "admits", "shown_type")
+DECLARED += ("members", "admits")
 # A record's optional parts: the step whose function each stands for ("": none), its fields
 # naming the functions it calls, and what it sets to ask for INLINE_LOOP (inline=) if it may.
 _PARTS = {
@@ -187,6 +190,18 @@ def resolve(
     return dataclasses.replace(crossing, broken_law=law, broken_type=kind)
 
 
+def shown_type(hint: Any) -> str:
+    """A resolved type as its annotation reads (``int | None``, ``Mapping[str, ...]``)."""
+    if hint is type(None) or hint is None:
+        return "None"
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " | ".join(shown_type(m) for m in typing.get_args(hint))
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    # A name only a type checker imports stands in as a class of module "typing-only".
+    return re.sub(r"typing\.|collections\.abc\.|typing-only\.", "", repr(hint))
+
+
 def _default(field: dataclasses.Field[Any]) -> Any:
     return field.default_factory() if callable(field.default_factory) else field.default
 
@@ -203,7 +218,7 @@ def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[
         gives = kinds.record_type(crossing.rebuild)
         written = default is not None and crossing.writes(default)  # a null reads back as None
         if written and not kinds.admits(gives, type(default)):
-            return f"freeze writes it, and rebuild gives {kinds.shown_type(gives)} instead"
+            return f"freeze writes it, and rebuild gives {shown_type(gives)} instead"
     if crossing.written is kinds.Written.TRUTHY and crossing.absent_parsed:
         return f"a falsy value is never written, so it rebuilds as {crossing.absent} instead"
     return ""
@@ -212,7 +227,7 @@ def _broken_law(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[
 def _broken_type(kinds: ModuleType, crossing: Crossing, field: dataclasses.Field[Any]) -> str:
     """The type law: what rebuild gives (its record's type, the absent value, None where a null
     reads as None) and the default fit the annotation, and its scalar types are all given."""
-    hint, shown = crossing.hint, kinds.shown_type
+    hint, shown = crossing.hint, shown_type
     if hint is Any:
         return ""
     gives = kinds.record_type(crossing.rebuild)
@@ -282,8 +297,8 @@ def law_problem(
             f"{what} does not come back (freeze {row.freeze!r}, written {written}; rebuild "
             f"{row.rebuild!r}): {crossing.broken_law}.\n  {fix}"
         )
-    gives = kinds.shown_type(kinds.record_type(crossing.rebuild))
+    gives = shown_type(kinds.record_type(crossing.rebuild))
     return (
-        f"the field is annotated {kinds.shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
+        f"the field is annotated {shown_type(crossing.hint)}, and rebuild {row.rebuild!r} "
         f"gives {gives}: {crossing.broken_type}.\n  " + fix.replace("keep it", "fit")
     )

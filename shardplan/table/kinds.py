@@ -11,7 +11,6 @@ import copy
 import dataclasses
 import difflib
 import functools
-import re
 import types
 import typing
 from dataclasses import dataclass
@@ -404,17 +403,6 @@ def admits(annotation: Any, given: Any) -> bool:
     if found[-1] is Ellipsis or len(wanted) != len(found):
         return False
     return all(admits(w, f) for w, f in zip(wanted, found, strict=True))
-
-
-def shown_type(hint: Any) -> str:
-    """A resolved type as its annotation reads (``int | None``, ``Mapping[str, ...]``)."""
-    if hint is type(None) or hint is None:
-        return "None"
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return " | ".join(shown_type(m) for m in members(hint))
-    if isinstance(hint, type) and not typing.get_args(hint):
-        return hint.__name__
-    return re.sub(r"typing\.|collections\.abc\.|typing-only\.", "", repr(hint))
 
 
 class KindError(ValueError):

@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from generator.kinds import shown_type
 from shardplan import FreezeError, MetaError, freeze_plan, load_meta, read_plan, rebuild_plan
 from shardplan.table.format import GROUP_INJECTIONS, GROUP_PARAM_PLAN, GROUP_PLAN
-from shardplan.table.kinds import admits, field_types, shown_type
+from shardplan.table.kinds import admits, field_types
 from shardplan.table.plan_fields import PLAN_FIELDS
 from shardplan.table.spec import ModuleShardingSpec, ShardingPlan
 from shardplan.table.spec_fields import SPEC_FIELDS
